@@ -1,0 +1,346 @@
+//! Reading the values of one job mapping the way upstream does.
+//!
+//! Upstream turns every key into a `run` command-line option: it calls Python's `str()` on the value and lets
+//! argparse parse the text. So `cpu: 1` means "1", `cpu: 0.5` means "0.5", `retry: "2"` is a valid retry, and
+//! `retry: 2.0` is not. [`Fields`] reproduces that, and records a [`Problem`] for every value it cannot use
+//! instead of stopping at the first.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use yaml11::{Node, Value};
+
+use crate::config::diagnostic::Problem;
+use crate::config::keys::{self, Key, Lookup};
+
+/// The byte range of a node in the file.
+pub fn span_of(node: &Node) -> Range<usize> {
+    node.span.start.offset..node.span.end.offset
+}
+
+/// The entries of one job mapping, by key.
+pub struct Fields<'a> {
+    entries: BTreeMap<Key, Entry<'a>>,
+    /// The whole mapping, for problems about a missing key.
+    pub span: Range<usize>,
+}
+
+/// One key of the mapping and its value.
+#[derive(Clone, Copy)]
+pub struct Entry<'a> {
+    pub key: &'a Node,
+    pub value: &'a Node,
+}
+
+impl Entry<'_> {
+    pub fn key_range(&self) -> Range<usize> {
+        span_of(self.key)
+    }
+
+    pub fn value_range(&self) -> Range<usize> {
+        span_of(self.value)
+    }
+
+    /// From the key to the end of the value: what to underline when the entry as a whole is the problem.
+    pub fn range(&self) -> Range<usize> {
+        let key = self.key_range();
+        key.start..self.value_range().end.max(key.end)
+    }
+}
+
+/// A value that is a flag upstream (`continuous`, `webservice`, `filelog`, `no-filelog`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flag {
+    Absent,
+    Set,
+    /// Present but not `true`: upstream ignores it with a warning.
+    Ignored,
+}
+
+impl<'a> Fields<'a> {
+    /// Collects the keys of a job mapping, reporting unknown keys, abbreviations and duplicates.
+    pub fn collect(mapping: &'a Node, problems: &mut Vec<Problem>) -> Option<Self> {
+        let Value::Map(map) = &mapping.value else {
+            return None;
+        };
+        let mut entries = BTreeMap::new();
+        for (key_node, value) in map.entries() {
+            let key_span = span_of(key_node);
+            let Value::Str(text) = &key_node.value else {
+                let shown = key_node.value.python_str().unwrap_or_else(|| key_node.value.type_name().to_owned());
+                let mut problem = Problem::error(
+                    "jobs::unknown_key",
+                    key_span,
+                    format!("`{shown}` is not a job key"),
+                )
+                .with_label(format!("YAML 1.1 reads this key as the {} `{shown}`", key_node.value.type_name()));
+                if matches!(key_node.value, Value::Bool(_)) {
+                    problem = problem.with_help("keys such as `on`, `off`, `yes` and `no` are booleans in YAML 1.1; quote them if you need them as text");
+                }
+                problems.push(problem);
+                continue;
+            };
+            let key = match keys::lookup(text) {
+                Lookup::Exact(key) => key,
+                Lookup::Abbreviation(key) => {
+                    problems.push(
+                        Problem::warning(
+                            "jobs::abbreviated_key",
+                            key_span.clone(),
+                            format!("`{text}` is read as `{key}`"),
+                        )
+                        .with_label("abbreviated key")
+                        .with_help(format!(
+                            "upstream accepts abbreviations of its options; write `{key}` in full"
+                        )),
+                    );
+                    key
+                }
+                Lookup::Unknown { help } => {
+                    problems.push(
+                        Problem::error("jobs::unknown_key", key_span, format!("unknown key `{text}`"))
+                            .with_label("not a job key")
+                            .with_optional_help(help),
+                    );
+                    continue;
+                }
+            };
+            let entry = Entry { key: key_node, value };
+            if let Some(previous) = entries.insert(key, entry) {
+                // Python dicts keep the last value; we do the same, but say so: it is rarely intended.
+                problems.push(
+                    Problem::warning(
+                        "jobs::duplicate_key",
+                        key_span,
+                        format!("`{key}` is given more than once; the last value is used"),
+                    )
+                    .with_label("this value wins")
+                    .with_help(format!(
+                        "remove one of the two; the other one is on line {}",
+                        previous.key.span.start.line
+                    )),
+                );
+            }
+        }
+        Some(Self {
+            entries,
+            span: span_of(mapping),
+        })
+    }
+
+    pub fn get(&self, key: Key) -> Option<Entry<'a>> {
+        self.entries.get(&key).copied()
+    }
+
+    pub fn has(&self, key: Key) -> bool {
+        self.entries.contains_key(&key)
+    }
+
+    /// Python's `str()` of a scalar value; a problem for null, sequences and mappings.
+    pub fn text(&self, key: Key, problems: &mut Vec<Problem>) -> Option<(String, Entry<'a>)> {
+        let entry = self.get(key)?;
+        match &entry.value.value {
+            Value::Null => {
+                problems.push(
+                    Problem::error("jobs::invalid_value", entry.range(), format!("`{key}` has no value"))
+                        .with_label("empty")
+                        .with_help(format!("give `{key}` a value or remove the line")),
+                );
+                None
+            }
+            value => match value.python_str() {
+                Some(text) => Some((text, entry)),
+                None => {
+                    problems.push(type_mismatch(key, entry, "a single value"));
+                    None
+                }
+            },
+        }
+    }
+
+    /// An integer the way argparse's `type=int` reads `str(value)`.
+    pub fn integer(&self, key: Key, problems: &mut Vec<Problem>) -> Option<(i64, Entry<'a>)> {
+        let (text, entry) = self.text(key, problems)?;
+        if let Some(number) = python_int(&text) {
+            return Some((number, entry));
+        }
+        problems.push(
+            Problem::error(
+                "jobs::invalid_value",
+                entry.value_range(),
+                format!("`{key}` must be a whole number, not `{text}`"),
+            )
+            .with_label(format!("read as the {} `{text}`", entry.value.value.type_name())),
+        );
+        None
+    }
+
+    /// An integer within `range`, reported with the range when outside.
+    pub fn integer_in(
+        &self,
+        key: Key,
+        range: std::ops::RangeInclusive<i64>,
+        problems: &mut Vec<Problem>,
+    ) -> Option<(i64, Entry<'a>)> {
+        let (number, entry) = self.integer(key, problems)?;
+        if range.contains(&number) {
+            return Some((number, entry));
+        }
+        let expected = if *range.end() == i64::MAX {
+            format!("at least {}", range.start())
+        } else {
+            format!("from {} to {}", range.start(), range.end())
+        };
+        problems.push(
+            Problem::error(
+                "jobs::out_of_range",
+                entry.value_range(),
+                format!("`{key}` must be {expected}, not {number}"),
+            )
+            .with_label("out of range"),
+        );
+        None
+    }
+
+    /// One of a fixed set of words (argparse `choices`).
+    pub fn choice(&self, key: Key, choices: &[&str], problems: &mut Vec<Problem>) -> Option<(String, Entry<'a>)> {
+        let (text, entry) = self.text(key, problems)?;
+        if choices.contains(&text.as_str()) {
+            return Some((text, entry));
+        }
+        let listed: Vec<String> = choices.iter().map(|choice| format!("`{choice}`")).collect();
+        problems.push(
+            Problem::error(
+                "jobs::invalid_value",
+                entry.value_range(),
+                format!("`{key}` must be one of {}, not `{text}`", listed.join(", ")),
+            )
+            .with_label("not a valid choice"),
+        );
+        None
+    }
+
+    /// A flag: only YAML `true` sets it; `legacy` is the string form old `dump` wrote, accepted with a warning.
+    pub fn flag(&self, key: Key, legacy: Option<&str>, problems: &mut Vec<Problem>) -> Flag {
+        let Some(entry) = self.get(key) else {
+            return Flag::Absent;
+        };
+        match &entry.value.value {
+            Value::Bool(true) => Flag::Set,
+            Value::Str(text) if Some(text.as_str()) == legacy => {
+                problems.push(
+                    Problem::warning(
+                        "jobs::legacy_value",
+                        entry.value_range(),
+                        format!("`{key}: \"{text}\"` is a legacy form"),
+                    )
+                    .with_label("a string, accepted for compatibility")
+                    .with_help(format!("write `{key}: true`")),
+                );
+                Flag::Set
+            }
+            value => {
+                let shown = value.python_str().unwrap_or_else(|| value.type_name().to_owned());
+                let mut problem = Problem::warning(
+                    "jobs::ignored_value",
+                    entry.range(),
+                    format!("`{key}` expects `true` but got `{shown}`; the key is ignored"),
+                )
+                .with_label("ignored");
+                if let Value::Str(text) = value
+                    && matches!(text.to_lowercase().as_str(), "true" | "yes" | "on")
+                {
+                    problem = problem.with_help(format!(
+                        "`\"{text}\"` is quoted, so it is text, not a boolean: write `{key}: true`"
+                    ));
+                } else if matches!(value, Value::Bool(false)) {
+                    problem = problem.with_help(format!("remove `{key}: false`; it has no effect"));
+                }
+                problems.push(problem);
+                Flag::Ignored
+            }
+        }
+    }
+
+    /// A list of strings; a single string is taken as a list of one.
+    pub fn strings(&self, key: Key, problems: &mut Vec<Problem>) -> Option<(Vec<(String, Range<usize>)>, Entry<'a>)> {
+        let entry = self.get(key)?;
+        match &entry.value.value {
+            Value::Str(text) => Some((vec![(text.clone(), entry.value_range())], entry)),
+            Value::Seq(items) => {
+                let mut strings = Vec::with_capacity(items.len());
+                for item in items {
+                    if let Value::Str(text) = &item.value {
+                        strings.push((text.clone(), span_of(item)));
+                    } else {
+                        problems.push(
+                            Problem::error(
+                                "jobs::invalid_type",
+                                span_of(item),
+                                format!("`{key}` must be a list of strings, found a {}", item.value.type_name()),
+                            )
+                            .with_label("not a string"),
+                        );
+                    }
+                }
+                Some((strings, entry))
+            }
+            _ => {
+                problems.push(type_mismatch(key, entry, "a list of strings"));
+                None
+            }
+        }
+    }
+}
+
+fn type_mismatch(key: Key, entry: Entry<'_>, expected: &str) -> Problem {
+    Problem::error(
+        "jobs::invalid_type",
+        entry.value_range(),
+        format!("`{key}` must be {expected}, found a {}", entry.value.value.type_name()),
+    )
+    .with_label(format!("a {}", entry.value.value.type_name()))
+}
+
+/// Python's `int(text)` for base-10 text: surrounding white space, a sign, and single underscores between
+/// digits are allowed.
+pub fn python_int(text: &str) -> Option<i64> {
+    let text = text.trim();
+    let (negative, digits) = match text.as_bytes().first()? {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    if digits.is_empty()
+        || digits.starts_with('_')
+        || digits.ends_with('_')
+        || digits.contains("__")
+        || !digits.bytes().all(|b| b.is_ascii_digit() || b == b'_')
+    {
+        return None;
+    }
+    let value: i64 = digits.replace('_', "").parse().ok()?;
+    Some(if negative { -value } else { value })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_int_accepts_what_int_accepts() {
+        assert_eq!(python_int("12"), Some(12));
+        assert_eq!(python_int(" 12 "), Some(12));
+        assert_eq!(python_int("+3"), Some(3));
+        assert_eq!(python_int("-3"), Some(-3));
+        assert_eq!(python_int("007"), Some(7));
+        assert_eq!(python_int("1_000"), Some(1000));
+    }
+
+    #[test]
+    fn python_int_rejects_what_int_rejects() {
+        for text in ["", "2.0", "True", "1e3", "_1", "1_", "1__0", "0x10", "- 1", "five"] {
+            assert_eq!(python_int(text), None, "{text:?}");
+        }
+    }
+}

@@ -1,0 +1,273 @@
+//! Image names as jobs.yaml accepts them, and the table of Toolforge's pre-built images.
+//!
+//! A job's `image` is a short name (`python3.11`), an alias (`tf-python39`, `toolforge-python311-sssd-base`), a
+//! full pre-built image URL, or a build-service image `[host/]tool-<tool>/<name>[:<tag>][@<digest>]`. This
+//! module parses those forms and looks pre-built names up in an [`ImageTable`]; it does no I/O (the bundled table
+//! is compiled in, a cluster's table is passed in by the caller).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// Lifecycle state of a pre-built image, as the `image-config` ConfigMap names it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ImageState {
+    Stable,
+    Deprecated,
+    #[serde(untagged)]
+    Other(String),
+}
+
+/// One pre-built image of the table.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PrebuiltImage {
+    /// Registry path without tag, e.g. `docker-registry.svc.toolforge.org/toolforge-python311-sssd-web`.
+    pub image: String,
+    pub state: ImageState,
+    #[serde(default)]
+    pub aliases: Vec<String>,
+}
+
+/// The pre-built images by short name, in the format of `images-v1.yaml` (extra keys such as `variants` are
+/// ignored).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct ImageTable {
+    images: BTreeMap<String, PrebuiltImage>,
+}
+
+const BUNDLED_TABLE: &str = include_str!("images-v1.yaml");
+
+/// Why an image table could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("the image table is not valid `images-v1.yaml` content")]
+pub struct ImageTableError(#[source] serde_saphyr::Error);
+
+impl ImageTable {
+    /// Parses the content of the `images-v1.yaml` key of the `image-config` ConfigMap.
+    pub fn from_yaml(text: &str) -> Result<Self, ImageTableError> {
+        serde_saphyr::from_str(text).map_err(ImageTableError)
+    }
+
+    /// The table shipped with this program, used when the cluster's table cannot be read.
+    pub fn bundled() -> Self {
+        // The bundled file is part of the source tree and a unit test parses it, so this cannot fail at run time.
+        #[expect(clippy::expect_used, reason = "compiled-in data, checked by `bundled_table_parses`")]
+        Self::from_yaml(BUNDLED_TABLE).expect("bundled image table is valid")
+    }
+
+    /// Finds a pre-built image by short name, alias, or registry path (with or without host and tag).
+    pub fn find(&self, name: &str) -> Option<(&str, &PrebuiltImage)> {
+        let path = strip_tag(name);
+        self.images
+            .iter()
+            .find(|(short, image)| {
+                *short == name
+                    || image.aliases.iter().any(|alias| alias == name)
+                    || image.image == path
+                    || image.image.rsplit('/').next() == Some(path)
+            })
+            .map(|(short, image)| (short.as_str(), image))
+    }
+
+    /// Short names of the stable images, sorted, as `toolforge jobs images` lists them.
+    pub fn stable_names(&self) -> impl Iterator<Item = &str> {
+        self.images
+            .iter()
+            .filter(|(_, image)| image.state == ImageState::Stable)
+            .map(|(short, _)| short.as_str())
+    }
+}
+
+fn strip_tag(name: &str) -> &str {
+    let without_digest = name.split_once('@').map_or(name, |(before, _)| before);
+    match without_digest.rsplit_once(':') {
+        // A colon after the last slash separates the tag; one before it belongs to a `host:port`.
+        Some((path, tag)) if !tag.contains('/') => path,
+        _ => without_digest,
+    }
+}
+
+/// What an `image` value names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImageName {
+    /// An image built by Toolforge's build service and stored in Harbor project `tool-<tool>`.
+    BuildService {
+        host: Option<String>,
+        tool: String,
+        name: String,
+        tag: Option<String>,
+        digest: Option<String>,
+    },
+    /// Anything else: a pre-built image's short name, alias or URL, looked up in the image table.
+    Prebuilt(String),
+}
+
+impl ImageName {
+    pub fn is_build_service(&self) -> bool {
+        matches!(self, Self::BuildService { .. })
+    }
+}
+
+/// Why an `image` value is not a well-formed image name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ImageNameError {
+    #[error("image name is empty")]
+    Empty,
+    #[error("image name `{0}` contains white space")]
+    WhiteSpace(String),
+    #[error("image name `{name}` has an invalid {part} `{value}`")]
+    InvalidPart {
+        name: String,
+        part: &'static str,
+        value: String,
+    },
+}
+
+/// Parses `[host/][tool-<tool>/]name[:tag][@digest]`.
+pub fn parse_image_name(text: &str) -> Result<ImageName, ImageNameError> {
+    if text.is_empty() {
+        return Err(ImageNameError::Empty);
+    }
+    if text.chars().any(char::is_whitespace) {
+        return Err(ImageNameError::WhiteSpace(text.to_owned()));
+    }
+    let invalid = |part, value: &str| ImageNameError::InvalidPart {
+        name: text.to_owned(),
+        part,
+        value: value.to_owned(),
+    };
+
+    let (reference, digest) = match text.split_once('@') {
+        Some((reference, digest)) => {
+            let valid = digest.split_once(':').is_some_and(|(algorithm, hex)| {
+                !algorithm.is_empty()
+                    && algorithm.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+                    && hex.len() >= 32
+                    && hex.bytes().all(|b| b.is_ascii_hexdigit())
+            });
+            if !valid {
+                return Err(invalid("digest", digest));
+            }
+            (reference, Some(digest.to_owned()))
+        }
+        None => (text, None),
+    };
+    let (path, tag) = match reference.rsplit_once(':') {
+        Some((path, tag)) if !tag.contains('/') => (path, Some(tag)),
+        _ => (reference, None),
+    };
+    if let Some(tag) = tag {
+        let valid = tag.len() <= 128
+            && tag.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+            && tag.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        if !valid {
+            return Err(invalid("tag", tag));
+        }
+    }
+
+    let mut components: Vec<&str> = path.split('/').collect();
+    let host = (components.len() > 1 && looks_like_host(components[0])).then(|| components.remove(0));
+    for component in &components {
+        let valid = !component.is_empty()
+            && component.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && component.ends_with(|c: char| c.is_ascii_alphanumeric())
+            && component
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b));
+        if !valid {
+            return Err(invalid("path component", component));
+        }
+    }
+
+    match components.as_slice() {
+        [project, name] if project.starts_with("tool-") && project.len() > "tool-".len() => {
+            Ok(ImageName::BuildService {
+                host: host.map(str::to_owned),
+                tool: project["tool-".len()..].to_owned(),
+                name: (*name).to_owned(),
+                tag: tag.map(str::to_owned),
+                digest,
+            })
+        }
+        _ => Ok(ImageName::Prebuilt(text.to_owned())),
+    }
+}
+
+fn looks_like_host(component: &str) -> bool {
+    component.contains('.') || component.contains(':') || component == "localhost"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bundled_table_parses() {
+        let table = ImageTable::bundled();
+        assert!(table.stable_names().any(|name| name == "python3.11"));
+    }
+
+    #[test]
+    fn finds_images_by_short_name_alias_and_url() {
+        let table = ImageTable::bundled();
+        for name in [
+            "python3.11",
+            "tf-python311",
+            "toolforge-python311-sssd-base",
+            "docker-registry.svc.toolforge.org/toolforge-python311-sssd-web:latest",
+            "docker-registry.svc.toolforge.org/toolforge-python311-sssd-web",
+        ] {
+            assert_eq!(table.find(name).map(|(short, _)| short), Some("python3.11"), "{name}");
+        }
+        assert_eq!(table.find("python2.7"), None);
+    }
+
+    #[test]
+    fn deprecated_images_are_found_with_their_state() {
+        let table = ImageTable::bundled();
+        let (short, image) = table.find("tf-python39").unwrap();
+        assert_eq!(short, "python3.9");
+        assert_eq!(image.state, ImageState::Deprecated);
+    }
+
+    #[test]
+    fn parses_build_service_images() {
+        assert_eq!(
+            parse_image_name("tool-mytool/bot:latest").unwrap(),
+            ImageName::BuildService {
+                host: None,
+                tool: "mytool".into(),
+                name: "bot".into(),
+                tag: Some("latest".into()),
+                digest: None,
+            }
+        );
+        let digest = format!("sha256:{}", "a".repeat(64));
+        let ImageName::BuildService { host, digest: parsed, .. } =
+            parse_image_name(&format!("tools-harbor.wmcloud.org/tool-x/y:1@{digest}")).unwrap()
+        else {
+            panic!("expected a build-service image");
+        };
+        assert_eq!(host.as_deref(), Some("tools-harbor.wmcloud.org"));
+        assert_eq!(parsed, Some(digest));
+    }
+
+    #[test]
+    fn everything_else_is_prebuilt() {
+        for name in ["python3.11", "tf-php74", "docker-registry.tools.wmflabs.org/toolforge-python311-sssd-web:latest"] {
+            assert_eq!(parse_image_name(name).unwrap(), ImageName::Prebuilt(name.into()));
+        }
+    }
+
+    #[test]
+    fn rejects_malformed_names() {
+        assert_eq!(parse_image_name(""), Err(ImageNameError::Empty));
+        assert!(matches!(parse_image_name("python 3"), Err(ImageNameError::WhiteSpace(_))));
+        assert!(matches!(parse_image_name("Python3.11"), Err(ImageNameError::InvalidPart { .. })));
+        assert!(matches!(parse_image_name("tool-x/y:bad tag"), Err(ImageNameError::WhiteSpace(_))));
+        assert!(matches!(parse_image_name("tool-x/y@sha256:zz"), Err(ImageNameError::InvalidPart { .. })));
+        assert!(matches!(parse_image_name("a//b"), Err(ImageNameError::InvalidPart { .. })));
+    }
+}

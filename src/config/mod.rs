@@ -1,0 +1,207 @@
+//! `config`: jobs.yaml text → validated [`Job`]s, or every problem with the file.
+//!
+//! The first stage of the pipeline (config → render → plan → apply/wait). It is pure: the caller reads the file
+//! and passes its text, the tool name and the image table. Reading is YAML 1.1 exactly as upstream's PyYAML
+//! `safe_load` (the `yaml11` crate), then each job is checked by [`validate`]. Nothing is returned as valid
+//! unless the whole file is, so a bad entry can never lead to a partial apply.
+
+pub mod diagnostic;
+mod fields;
+pub mod image;
+pub mod job;
+mod keys;
+pub mod quantity;
+pub mod schedule;
+pub mod schema;
+mod validate;
+
+use std::collections::HashMap;
+
+use yaml11::{Node, Value};
+
+pub use diagnostic::{Problem, Severity, SourceFile};
+pub use job::{Job, JobKind, LocatedJob};
+pub use keys::Key;
+pub use validate::{Context, DEFAULT_WAIT_SECONDS, MAX_NAME_LENGTH, is_dns_subdomain};
+
+use fields::span_of;
+
+/// Refuse files larger than this before parsing: a jobs file is a few kilobytes.
+pub const MAX_FILE_BYTES: usize = 10 * 1024 * 1024;
+/// Refuse files with more jobs than this: far beyond any tool's quota.
+pub const MAX_JOBS: usize = 10_000;
+
+/// A valid jobs file.
+#[derive(Debug)]
+pub struct JobsFile {
+    pub source: SourceFile,
+    pub jobs: Vec<LocatedJob>,
+    /// Problems that do not make the file invalid.
+    pub warnings: Vec<Problem>,
+}
+
+/// A jobs file with at least one error; `problems` holds every error and warning, in file order.
+#[derive(Debug)]
+pub struct InvalidFile {
+    pub source: SourceFile,
+    pub problems: Vec<Problem>,
+}
+
+impl InvalidFile {
+    pub fn error_count(&self) -> usize {
+        self.problems.iter().filter(|problem| problem.is_error()).count()
+    }
+}
+
+/// Parses and validates a whole jobs file.
+pub fn load(source: SourceFile, context: &Context<'_>) -> Result<JobsFile, InvalidFile> {
+    let mut problems = Vec::new();
+    let jobs = load_jobs(&source, context, &mut problems);
+    problems.sort_by_key(|problem| (problem.span.start, problem.severity));
+    if problems.iter().any(Problem::is_error) {
+        return Err(InvalidFile { source, problems });
+    }
+    Ok(JobsFile {
+        source,
+        jobs,
+        warnings: problems,
+    })
+}
+
+fn load_jobs(source: &SourceFile, context: &Context<'_>, problems: &mut Vec<Problem>) -> Vec<LocatedJob> {
+    let text = &source.text;
+    if text.len() > MAX_FILE_BYTES {
+        problems.push(
+            Problem::error(
+                "jobs::too_large",
+                0..0,
+                format!("the file is {} bytes; jobs files may be at most {MAX_FILE_BYTES}", text.len()),
+            )
+            .with_help("a jobs file lists jobs; data belongs in other files"),
+        );
+        return Vec::new();
+    }
+    let limits = yaml11::Limits {
+        max_bytes: MAX_FILE_BYTES,
+        ..yaml11::Limits::default()
+    };
+    let root = match yaml11::load(text, &limits) {
+        Ok(Some(root)) => root,
+        Ok(None) => {
+            problems.push(
+                Problem::error("jobs::empty_file", 0..text.len(), "the file defines no jobs")
+                    .with_label("empty")
+                    .with_help(EXAMPLE_HELP),
+            );
+            return Vec::new();
+        }
+        Err(error) => {
+            problems.push(syntax_problem(text, &error));
+            return Vec::new();
+        }
+    };
+    let Value::Seq(items) = &root.value else {
+        problems.push(not_a_list(&root));
+        return Vec::new();
+    };
+    if items.is_empty() {
+        problems.push(
+            Problem::error("jobs::empty_file", span_of(&root), "the file defines no jobs")
+                .with_label("an empty list")
+                .with_help(EXAMPLE_HELP),
+        );
+        return Vec::new();
+    }
+    if items.len() > MAX_JOBS {
+        problems.push(
+            Problem::error(
+                "jobs::too_many_jobs",
+                span_of(&root),
+                format!("the file defines {} jobs; at most {MAX_JOBS} are supported", items.len()),
+            )
+            .with_help("split the jobs over several files and apply each with its own `--set`"),
+        );
+        return Vec::new();
+    }
+
+    let mut jobs: Vec<LocatedJob> = Vec::with_capacity(items.len());
+    let mut first_by_name: HashMap<String, usize> = HashMap::new();
+    for item in items {
+        let Some(job) = validate::job(item, context, problems) else {
+            continue;
+        };
+        if let Some(&first) = first_by_name.get(&job.name) {
+            problems.push(duplicate_name(item, &job.name, source, jobs[first].span.start));
+            continue;
+        }
+        first_by_name.insert(job.name.clone(), jobs.len());
+        jobs.push(LocatedJob {
+            job,
+            span: span_of(item),
+        });
+    }
+    jobs
+}
+
+const EXAMPLE_HELP: &str = "a jobs file is a YAML list with one entry per job, e.g.\n\
+    - name: update-index\n  command: ./update.sh\n  image: python3.11\n  schedule: \"@daily\"";
+
+fn not_a_list(root: &Node) -> Problem {
+    let found = root.value.type_name();
+    let mut problem = Problem::error(
+        "jobs::not_a_list",
+        span_of(root).start..span_of(root).start,
+        format!("the file must be a list of jobs, found a {found}"),
+    )
+    .with_label(format!("a {found}"));
+    problem = if let Value::Map(map) = &root.value
+        && map.get("name").is_some()
+    {
+        problem.with_help("start the job with `- ` to make it an entry of a list: `- name: …`")
+    } else {
+        problem.with_help(EXAMPLE_HELP)
+    };
+    problem
+}
+
+fn duplicate_name(item: &Node, name: &str, source: &SourceFile, first_offset: usize) -> Problem {
+    let (first_line, _) = source.line_column(first_offset);
+    let span = match &item.value {
+        Value::Map(map) => map
+            .entries()
+            .iter()
+            .rev()
+            .find(|(key, _)| matches!(&key.value, Value::Str(text) if text == "name"))
+            .map_or_else(|| span_of(item), |(_, value)| span_of(value)),
+        _ => span_of(item),
+    };
+    Problem::error("jobs::duplicate_name", span, format!("job `{name}` is defined twice"))
+        .with_label("second definition")
+        .with_help(format!(
+            "the first definition is on line {first_line}; rename one of them or remove the duplicate"
+        ))
+}
+
+fn syntax_problem(text: &str, error: &yaml11::Error) -> Problem {
+    let start = error.span.start.offset.min(text.len());
+    let end = error.span.end.offset.clamp(start, text.len());
+    let line_start = text[..start].rfind('\n').map_or(0, |newline| newline + 1);
+    let line_end = text[start..].find('\n').map_or(text.len(), |newline| start + newline);
+    let line = &text[line_start..line_end];
+    let help = if line.contains(": @") || line.contains(":@") || line.trim_start().starts_with("- @") {
+        Some("a value that starts with `@` must be quoted in YAML: `schedule: \"@daily\"`".to_owned())
+    } else if line.starts_with('\t') || text[line_start..start].contains('\t') {
+        Some("YAML does not allow tabs for indentation; indent with spaces".to_owned())
+    } else if let yaml11::ErrorKind::LimitExceeded(_) = error.kind {
+        Some("jobs files are small; this one expands into too much data (aliases of aliases?)".to_owned())
+    } else {
+        None
+    };
+    let mut message = error.message.clone();
+    if let Some((context, _)) = &error.context {
+        message = format!("{message} ({context})");
+    }
+    Problem::error("jobs::yaml_syntax", start..end, format!("invalid YAML: {message}"))
+        .with_label("here")
+        .with_optional_help(help)
+}

@@ -1,1 +1,2 @@
 //! toolforge-jobs
+pub mod config;

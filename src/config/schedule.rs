@@ -25,12 +25,16 @@
 //!   …"). Messages the reference does not quote (not a number, step bounds, wrong field count details) are ours, in
 //!   upstream's style.
 
+mod help;
 mod python_random;
+mod warnings;
 
 use std::fmt;
 use std::ops::Range;
 
 use self::python_random::PythonRandom;
+
+pub use self::warnings::warnings;
 
 /// The macros upstream accepts, exactly as they must be written.
 pub const MACROS: [&str; 5] = ["@hourly", "@daily", "@weekly", "@monthly", "@yearly"];
@@ -88,7 +92,7 @@ fn expand_macro(text: &str, tool: &str, job: &str) -> Result<String, ScheduleErr
                 MACROS.join(", ")
             ),
             range: Some(0..text.len()),
-            help: macro_help(text),
+            help: help::macro_help(text),
         });
     };
     let mut random = PythonRandom::from_str_seed(&format!("{tool} {job}"));
@@ -106,39 +110,6 @@ fn expand_macro(text: &str, tool: &str, job: &str) -> Result<String, ScheduleErr
         })
         .collect();
     Ok(fields.join(" "))
-}
-
-/// Suggests the intended macro for an invalid one.
-fn macro_help(text: &str) -> Option<String> {
-    let trimmed = text.trim_matches(is_python_whitespace);
-    if MACROS.contains(&trimmed) {
-        return Some(format!("remove the whitespace around `{trimmed}`"));
-    }
-    let lower = trimmed.to_lowercase();
-    if MACROS.contains(&lower.as_str()) {
-        return Some(format!("macros are case-sensitive: write `{lower}`"));
-    }
-    let help = match lower.as_str() {
-        "@annually" => "write `@yearly`".to_owned(),
-        "@midnight" => "write `@daily`".to_owned(),
-        "@reboot" => {
-            "Kubernetes has no `@reboot`; a continuous job runs whenever it is not running"
-                .to_owned()
-        }
-        every if every.starts_with("@every") => {
-            "`@every` is not supported; use a step, like `*/10 * * * *` for every 10 minutes"
-                .to_owned()
-        }
-        _ => {
-            let closest = MACROS
-                .iter()
-                .map(|name| (strsim::levenshtein(name, &lower), name))
-                .min()
-                .filter(|(distance, _)| *distance <= 2)?;
-            format!("did you mean `{}`?", closest.1)
-        }
-    };
-    Some(help)
 }
 
 /// One of the five fields of a cron expression.
@@ -319,7 +290,7 @@ fn check_item(index: usize, field: &Field, item: &str) -> Result<(), Problem> {
         if let Some((start, end)) = base.split_once('-') {
             return Err(
                 Problem::new("Step syntax is not supported with ranges", 0..item.len())
-                    .help(range_step_help(field, item, start, end, step)),
+                    .help(help::range_step_help(field, item, start, end, step)),
             );
         }
         if base != "*" {
@@ -352,7 +323,7 @@ fn check_item(index: usize, field: &Field, item: &str) -> Result<(), Problem> {
                 format!("Start value {start} must be at least {}", field.min),
                 0..start_text.len(),
             )
-            .help(bounds_help(field)));
+            .help(help::bounds_help(field)));
         }
         if end.value > field.max {
             let problem = Problem::new(
@@ -361,9 +332,12 @@ fn check_item(index: usize, field: &Field, item: &str) -> Result<(), Problem> {
             );
             return Err(
                 if index == DAY_OF_WEEK && end.value == 7 && start.value > 0 {
-                    problem.help(format!("Sunday is `0` in ranges: write `{start}-6,0`"))
+                    problem.help(format!(
+                        "Sunday is `0` in ranges: write `{}`",
+                        help::through_sunday(start.value)
+                    ))
                 } else {
-                    problem.help(bounds_help(field))
+                    problem.help(help::bounds_help(field))
                 },
             );
         }
@@ -394,23 +368,16 @@ fn check_bounds(field: &Field, value: &Number, range: Range<usize>) -> Result<()
             format!("Start value {value} must be at least {}", field.min),
             range,
         )
-        .help(bounds_help(field)));
+        .help(help::bounds_help(field)));
     }
     if value.value > field.max {
         return Err(Problem::new(
             format!("End value {value} must be at most {}", field.max),
             range,
         )
-        .help(bounds_help(field)));
+        .help(help::bounds_help(field)));
     }
     Ok(())
-}
-
-fn bounds_help(field: &Field) -> String {
-    format!(
-        "the {} goes from {} to {}",
-        field.name, field.min, field.max
-    )
 }
 
 /// A decimal number as `int()` reads it from ASCII digits: leading zeros allowed, any size.
@@ -450,7 +417,7 @@ fn number<'a>(
     let day = DAY_NAMES.iter().position(|&name| name == text);
     let month = MONTH_NAMES.iter().position(|&name| name == text);
     let help = if index == DAY_OF_WEEK && (day.is_some() || text == "7") {
-        day_name_help(item)
+        help::day_name_help(item)
     } else if let (Some(month), 3) = (month, index) {
         format!("month names are not supported: write `{}`", month + 1)
     } else if text.is_empty() {
@@ -468,198 +435,575 @@ fn number<'a>(
     Err(problem.help(help))
 }
 
-/// Help for a day name (or `7`) used inside a range or step: the same item with numbers, when that is valid.
-fn day_name_help(item: &str) -> String {
-    let day_number = |text: &str| -> Option<u32> {
-        match DAY_NAMES.iter().position(|&name| name == text) {
-            Some(position) => u32::try_from(position).ok(),
-            None if text == "7" => Some(0),
-            None => text.parse().ok().filter(|value| *value <= 6),
-        }
-    };
-    let suggestion = if let Some((start, end)) = item.split_once('-') {
-        match (day_number(start), day_number(end)) {
-            (Some(start), Some(0)) if start > 0 => Some(format!("{start}-6,0")),
-            (Some(start), Some(end)) if start <= end => Some(format!("{start}-{end}")),
-            _ => None,
-        }
-    } else if let Some((start, step)) = item.split_once('/') {
-        day_number(start).map(|start| format!("{start}/{step}"))
-    } else {
-        None
-    };
-    match suggestion {
-        Some(suggestion) => {
-            format!("day names are accepted only as single values; use `{suggestion}`")
-        }
-        None => {
-            "day names are accepted only as single values; use numbers, Sunday = 0 to Saturday = 6"
-                .to_owned()
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::python_random::oracle::{json_lines, python, sample_names};
+    use super::*;
+
+    fn actual(text: &str) -> String {
+        parse(text, "tool", "job")
+            .unwrap_or_else(|error| panic!("{text:?} should be accepted: {error:?}"))
+            .actual
+    }
+
+    fn error(text: &str) -> ScheduleError {
+        match parse(text, "tool", "job") {
+            Ok(schedule) => panic!("{text:?} should be rejected, got {schedule:?}"),
+            Err(error) => error,
         }
     }
-}
 
-/// Help for `A-B/S`: the same times as a list, or the step alone.
-fn range_step_help(field: &Field, item: &str, start: &str, end: &str, step: &str) -> String {
-    let parsed = (
-        start.parse::<u32>(),
-        end.parse::<u32>(),
-        step.parse::<u32>(),
-    );
-    let (Ok(start), Ok(end), Ok(step)) = parsed else {
-        return "use a list like `1,6,11` or a step like `*/5`".to_owned();
-    };
-    if step == 0 || start > end || start < field.min || end > field.max {
-        return format!("use a list like `1,6,11` or a step like `*/{step}`");
+    /// The text the error's range underlines.
+    fn underlined(text: &str) -> &str {
+        let range = error(text).range.expect("the error has a range");
+        &text[range]
     }
-    if step == 1 {
-        return format!("write `{start}-{end}`");
-    }
-    let picked: Vec<u32> = (start..=end)
-        .step_by(usize::try_from(step).unwrap_or(usize::MAX))
-        .collect();
-    let final_pick = picked.last().copied().unwrap_or(start);
-    let list = picked
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(",");
-    if final_pick + step > field.max {
-        // Nothing past `end` would be picked anyway, so `start/step` (start to the field's maximum) is the same.
-        format!("write `{start}/{step}`, which means the same, or the list `{list}`")
-    } else {
-        format!("write `{item}` as a list like `{list}` or use `*/{step}`")
-    }
-}
 
-/// Points out schedules that run rarely or never, or that Kubernetes will refuse although upstream accepts them.
-///
-/// Only the `actual` expression is examined; a [`Schedule`] that did not come from [`parse`] may get no warnings.
-#[must_use]
-pub fn warnings(schedule: &Schedule) -> Vec<String> {
-    let fields = split_python_whitespace(&schedule.actual);
-    let [_, _, day_of_month, month, day_of_week] = fields.as_slice() else {
-        return Vec::new();
-    };
-    let subject = if schedule.expression.starts_with('@') {
-        format!(
-            "`{}` became `{}`, which",
-            schedule.expression, schedule.actual
-        )
-    } else {
-        format!("`{}`", schedule.actual)
-    };
-    let mut warnings = Vec::new();
-    if day_of_week.1.split(',').any(|item| item == "7") {
-        warnings.push(format!(
-            "{subject} uses `7` for Sunday, which upstream accepts but Kubernetes refuses (its days of the week go from 0 to 6); write `0`"
-        ));
-    }
-    if let Some(warning) = calendar_warning(&subject, day_of_month.1, month.1, day_of_week.1) {
-        warnings.push(warning);
-    }
-    warnings
-}
-
-/// Days in each month in the longest year, so that 29 February counts as a date that exists.
-const MONTH_LENGTHS: [u32; 12] = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-
-const MONTH_DISPLAY_NAMES: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
-
-/// Warns when the days of the month do not exist in (some of) the months.
-fn calendar_warning(
-    subject: &str,
-    day_of_month: &str,
-    month: &str,
-    day_of_week: &str,
-) -> Option<String> {
-    // With both day fields restricted, cron runs on either, and the day of the week always comes round.
-    if !is_unrestricted(day_of_week) || is_unrestricted(day_of_month) {
-        return None;
-    }
-    let days = values(&FIELDS[2], day_of_month)?;
-    let months = values(&FIELDS[3], month)?;
-    let first_day = *days.first()?;
-    let month_has_day = |month: u32| month_length(month).is_some_and(|length| first_day <= length);
-    let running: Vec<u32> = months
-        .iter()
-        .copied()
-        .filter(|&month| month_has_day(month))
-        .collect();
-    if running.is_empty() {
-        let reason = match (days.as_slice(), months.as_slice()) {
-            ([day], [month]) => format!("{} has no day {day}", month_name(*month)?),
-            _ => "none of its months has any of its days".to_owned(),
-        };
-        return Some(format!("{subject} never runs: {reason}"));
-    }
-    if first_day == 29 && running == [2] {
-        return Some(format!("{subject} runs only in leap years"));
-    }
-    let february_skipped = first_day == 29 && running.contains(&2);
-    if running.len() < months.len() || february_skipped {
-        return Some(format!(
-            "{subject} runs only in months that have day {first_day}"
-        ));
-    }
-    None
-}
-
-/// Days in `month` (1 to 12) in a leap year.
-fn month_length(month: u32) -> Option<u32> {
-    MONTH_LENGTHS
-        .get(usize::try_from(month.checked_sub(1)?).ok()?)
-        .copied()
-}
-
-/// The English name of `month` (1 to 12).
-fn month_name(month: u32) -> Option<&'static str> {
-    MONTH_DISPLAY_NAMES
-        .get(usize::try_from(month.checked_sub(1)?).ok()?)
-        .copied()
-}
-
-/// Whether a field is `*` for the purpose of cron's day matching (Kubernetes treats `*/1` the same).
-fn is_unrestricted(field: &str) -> bool {
-    field.split(',').any(|item| item == "*" || item == "*/1")
-}
-
-/// The sorted values a valid field of the day-of-month or month selects; `None` if it is not valid.
-fn values(field: &Field, text: &str) -> Option<Vec<u32>> {
-    let mut selected = Vec::new();
-    for item in text.split(',') {
-        let (range, step) = match item.split_once('/') {
-            Some((base, step)) => (base, step.parse::<u32>().ok().filter(|&step| step > 0)?),
-            None => (item, 1),
-        };
-        let (start, end) = match range.split_once('-') {
-            Some((start, end)) => (start.parse().ok()?, end.parse().ok()?),
-            None if range == "*" => (field.min, field.max),
-            None if item.contains('/') => (range.parse().ok()?, field.max),
-            None => {
-                let value = range.parse().ok()?;
-                (value, value)
+    #[test]
+    fn expands_macros_like_the_reference_test_vectors() {
+        let vectors = [
+            (
+                "some-tool",
+                "some-job",
+                [
+                    "56 * * * *",
+                    "56 6 * * *",
+                    "56 6 * * 6",
+                    "56 6 25 * *",
+                    "56 6 25 9 *",
+                ],
+            ),
+            (
+                "tf-test",
+                "cronjobtest",
+                [
+                    "13 * * * *",
+                    "13 13 * * *",
+                    "13 13 * * 0",
+                    "13 13 2 * *",
+                    "13 13 2 1 *",
+                ],
+            ),
+            (
+                "mytool",
+                "myjob",
+                [
+                    "55 * * * *",
+                    "55 7 * * *",
+                    "55 7 * * 0",
+                    "55 7 1 * *",
+                    "55 7 1 8 *",
+                ],
+            ),
+        ];
+        for (tool, job, expected) in vectors {
+            for (name, expected) in MACROS.iter().zip(expected) {
+                let schedule = parse(name, tool, job).expect("macros are valid");
+                assert_eq!(schedule.actual, expected, "{name} for {tool}/{job}");
+                assert_eq!(schedule.expression, *name);
             }
-        };
-        if start < field.min || end > field.max {
-            return None;
         }
-        selected.extend((start..=end).step_by(usize::try_from(step).ok()?));
     }
-    selected.sort_unstable();
-    selected.dedup();
-    Some(selected)
+
+    /// Upstream's expansion written in Python (seed `"<tool> <job>"`, `randint` for every field that is not `*`, in
+    /// field order) is the oracle for 50 varied tool and job names, non-ASCII ones included.
+    #[test]
+    fn expands_macros_like_python_for_varied_names() {
+        const SCRIPT: &str = r#"
+import json, random, sys
+bounds = [(0, 59), (0, 23), (1, 31), (1, 12), (0, 6)]
+standard = ["0 * * * *", "0 0 * * *", "0 0 * * 0", "0 0 1 * *", "0 0 1 1 *"]
+for line in sys.stdin:
+    tool, job = json.loads(line)
+    out = []
+    for expression in standard:
+        r = random.Random(f"{tool} {job}")
+        fields = expression.split(" ")
+        out.append(" ".join(f if f == "*" else str(r.randint(*b)) for f, b in zip(fields, bounds)))
+    print("|".join(out))
+"#;
+        let pairs = sample_names(50);
+        let rows: Vec<Vec<String>> = pairs
+            .iter()
+            .map(|(tool, job)| vec![tool.clone(), job.clone()])
+            .collect();
+        let expected = python(SCRIPT, &json_lines(&rows));
+        let expected: Vec<&str> = expected.lines().collect();
+        assert_eq!(expected.len(), pairs.len());
+        for ((tool, job), expected) in pairs.iter().zip(expected) {
+            let ours: Vec<String> = MACROS
+                .iter()
+                .map(|name| parse(name, tool, job).expect("macros are valid").actual)
+                .collect();
+            assert_eq!(ours.join("|"), expected, "tool {tool:?}, job {job:?}");
+        }
+    }
+
+    #[test]
+    fn macro_expansion_depends_on_tool_and_job_in_that_order() {
+        let forward = parse("@yearly", "a", "b").expect("valid").actual;
+        let swapped = parse("@yearly", "b", "a").expect("valid").actual;
+        assert_ne!(forward, swapped);
+        assert_eq!(forward, parse("@yearly", "a", "b").expect("valid").actual);
+    }
+
+    #[test]
+    fn rejects_unknown_macros_with_upstreams_message() {
+        for text in [
+            "@reboot",
+            "@annually",
+            "@midnight",
+            "@every 5m",
+            "@",
+            "@Daily",
+            "@daily ",
+            "@daily\n",
+        ] {
+            let error = error(text);
+            assert_eq!(
+                error.message,
+                format!(
+                    "Invalid at-macro '{text}', supported macros are: @hourly, @daily, @weekly, @monthly, @yearly"
+                )
+            );
+            assert_eq!(error.range, Some(0..text.len()), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn matches_macros_case_sensitively_and_without_trimming() {
+        assert_eq!(
+            error("@DAILY").help.as_deref(),
+            Some("macros are case-sensitive: write `@daily`")
+        );
+        assert_eq!(
+            error("@daily ").help.as_deref(),
+            Some("remove the whitespace around `@daily`")
+        );
+        let leading = error(" @daily");
+        assert_eq!(
+            leading.message,
+            "Expected to find 5 space-separated values, found 1"
+        );
+        assert_eq!(leading.range, Some(1..7));
+        assert_eq!(
+            leading.help.as_deref(),
+            Some("a macro must be the whole value: remove the whitespace around `@daily`")
+        );
+    }
+
+    #[test]
+    fn suggests_the_macro_meant() {
+        let help = |text| error(text).help;
+        assert_eq!(help("@annually").as_deref(), Some("write `@yearly`"));
+        assert_eq!(help("@midnight").as_deref(), Some("write `@daily`"));
+        assert_eq!(help("@dialy").as_deref(), Some("did you mean `@daily`?"));
+        assert_eq!(help("@hourl").as_deref(), Some("did you mean `@hourly`?"));
+        assert!(help("@reboot").is_some_and(|help| help.contains("continuous job")));
+        assert!(help("@every 1h").is_some_and(|help| help.contains("`@every` is not supported")));
+        assert_eq!(help("@something-else"), None);
+    }
+
+    #[test]
+    fn accepts_and_normalises_explicit_expressions() {
+        let cases = [
+            ("0 0 * * *", "0 0 * * *"),
+            ("*/5 * * * *", "*/5 * * * *"),
+            ("5/15 * * * *", "5/15 * * * *"),
+            ("0,15,30,45 8-18 * * 1-5", "0,15,30,45 8-18 * * 1-5"),
+            ("59 23 31 12 6", "59 23 31 12 6"),
+            ("0 0 1 1 0", "0 0 1 1 0"),
+            ("*/59 */23 */31 */12 */6", "*/59 */23 */31 */12 */6"),
+            ("*/1 * * * *", "*/1 * * * *"),
+            // Leading zeros are read as numbers and kept as written.
+            ("02 07 * * *", "02 07 * * *"),
+            ("0 00 * * *", "0 00 * * *"),
+            ("000059 * * * *", "000059 * * * *"),
+            // Runs of any whitespace separate fields; surrounding whitespace is ignored.
+            ("0   0 * *  *", "0 0 * * *"),
+            ("  0 0 * * *  ", "0 0 * * *"),
+            ("0\t0\t*\t*\t*", "0 0 * * *"),
+            ("0 0 * * *\n", "0 0 * * *"),
+            ("0\u{a0}0\u{3000}*\u{1f}*\u{85}*", "0 0 * * *"),
+            // Day names and 7 as single values, lower-cased.
+            ("0 0 * * sun", "0 0 * * sun"),
+            ("0 0 * * MON,wed,Fri", "0 0 * * mon,wed,fri"),
+            ("0 0 * * TUE,thu,sat", "0 0 * * tue,thu,sat"),
+            ("0 0 * * 7", "0 0 * * 7"),
+            ("0 0 * * 1,7", "0 0 * * 1,7"),
+            ("0 0 * * 0-6", "0 0 * * 0-6"),
+            ("0 0 * * 3-3", "0 0 * * 3-3"),
+            ("0 0 * * *,1", "0 0 * * *,1"),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(actual(text), expected, "{text:?}");
+            let schedule = parse(text, "tool", "job").expect("valid");
+            assert_eq!(
+                schedule.expression, text,
+                "the user's text is kept verbatim"
+            );
+        }
+    }
+
+    #[test]
+    fn splits_on_exactly_the_characters_python_treats_as_whitespace() {
+        let expected = python(
+            "print(' '.join(str(c) for c in range(0x110000) if chr(c).isspace()))",
+            "",
+        );
+        let ours: Vec<String> = (0..=0x10_ffff_u32)
+            .filter_map(char::from_u32)
+            .filter(|&character| is_python_whitespace(character))
+            .map(|character| u32::from(character).to_string())
+            .collect();
+        assert_eq!(ours.join(" "), expected.trim_end());
+    }
+
+    #[test]
+    fn splits_like_python_str_split() {
+        let samples = [
+            "",
+            " ",
+            "a",
+            " a  b\tc\n",
+            "\u{1c}x\u{85}y\u{2028}",
+            "é ü\u{a0}中",
+            "\u{200b}a b",
+            "a\u{180e}b",
+        ];
+        let rows: Vec<Vec<String>> = samples
+            .iter()
+            .map(|text| vec![(*text).to_owned()])
+            .collect();
+        let expected = python(
+            "import json, sys\nfor line in sys.stdin: print(json.dumps(json.loads(line)[0].split()))",
+            &json_lines(&rows),
+        );
+        for (text, expected) in samples.iter().zip(expected.lines()) {
+            let ours: Vec<&str> = split_python_whitespace(text)
+                .into_iter()
+                .map(|(_, field)| field)
+                .collect();
+            let expected: Vec<String> = serde_json::from_str(expected).expect("python prints JSON");
+            assert_eq!(ours, expected, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn requires_exactly_five_fields() {
+        let cases = [
+            ("", 0),
+            ("   ", 0),
+            ("0", 1),
+            ("0 0 * *", 4),
+            ("0 0 0 * * *", 6),
+            ("0 0 * * * 2026 x", 7),
+        ];
+        for (text, count) in cases {
+            assert_eq!(
+                error(text).message,
+                format!("Expected to find 5 space-separated values, found {count}")
+            );
+        }
+        assert_eq!(error("").range, None);
+        assert_eq!(error("   ").range, None);
+        assert_eq!(underlined(" 0 0 * * "), "0 0 * *");
+        assert_eq!(underlined("0 0 * * * 2026  x "), "2026  x");
+        assert!(
+            error("0 0 0 * * *")
+                .help
+                .is_some_and(|help| help.contains("no field for seconds"))
+        );
+        assert!(
+            error("0 0 * *")
+                .help
+                .is_some_and(|help| help.contains("like `0 3 * * *`"))
+        );
+    }
+
+    /// Every reject rule: the text, upstream's message, the underlined text and the help where there is one.
+    const REJECTIONS: [(&str, &str, &str, Option<&str>); 31] = [
+        (
+            "1-30/5 * * * *",
+            "Step syntax is not supported with ranges",
+            "1-30/5",
+            Some("write `1-30/5` as a list like `1,6,11,16,21,26` or use `*/5`"),
+        ),
+        (
+            "0 0 * * 1-5/2",
+            "Step syntax is not supported with ranges",
+            "1-5/2",
+            Some("write `1/2`, which means the same, or the list `1,3,5`"),
+        ),
+        (
+            "0 8-17/1 * * *",
+            "Step syntax is not supported with ranges",
+            "8-17/1",
+            Some("write `8-17`"),
+        ),
+        (
+            "0,10-20/x * * * *",
+            "Step syntax is not supported with ranges",
+            "10-20/x",
+            Some("use a list like `1,6,11` or a step like `*/5`"),
+        ),
+        ("*/0 * * * *", "Step value 0 must be at least 1", "0", None),
+        (
+            "*/60 * * * *",
+            "Step value 60 must be at most 59",
+            "60",
+            Some("minute steps go from 1 to 59"),
+        ),
+        (
+            "0 0 * * */7",
+            "Step value 7 must be at most 6",
+            "7",
+            Some("day of week steps go from 1 to 6"),
+        ),
+        (
+            "0 */24 * * *",
+            "Step value 24 must be at most 23",
+            "24",
+            Some("hour steps go from 1 to 23"),
+        ),
+        ("5/x * * * *", "Invalid minute value 'x'", "x", None),
+        (
+            "60 * * * *",
+            "End value 60 must be at most 59",
+            "60",
+            Some("the minute goes from 0 to 59"),
+        ),
+        (
+            "0 24 * * *",
+            "End value 24 must be at most 23",
+            "24",
+            Some("the hour goes from 0 to 23"),
+        ),
+        (
+            "0 0 0 * *",
+            "Start value 0 must be at least 1",
+            "0",
+            Some("the day of month goes from 1 to 31"),
+        ),
+        ("0 0 32 * *", "End value 32 must be at most 31", "32", None),
+        (
+            "0 0 * 0 *",
+            "Start value 0 must be at least 1",
+            "0",
+            Some("the month goes from 1 to 12"),
+        ),
+        ("0 0 * 13 *", "End value 13 must be at most 12", "13", None),
+        (
+            "0 0 * * 8",
+            "End value 8 must be at most 6",
+            "8",
+            Some("the day of week goes from 0 to 6"),
+        ),
+        ("0 0 * * 07", "End value 7 must be at most 6", "07", None),
+        (
+            "0060 * * * *",
+            "End value 60 must be at most 59",
+            "0060",
+            None,
+        ),
+        (
+            "99999999999999999999999 * * * *",
+            "End value 99999999999999999999999 must be at most 59",
+            "99999999999999999999999",
+            None,
+        ),
+        (
+            "70/5 * * * *",
+            "End value 70 must be at most 59",
+            "70",
+            None,
+        ),
+        ("0 0 0-5 * *", "Start value 0 must be at least 1", "0", None),
+        (
+            "0 20-25 * * *",
+            "End value 25 must be at most 23",
+            "25",
+            None,
+        ),
+        (
+            "0 22-2 * * *",
+            "End value 2 must be smaller than start value 22",
+            "22-2",
+            Some("ranges go from low to high and do not wrap around; write `22-23,0-2`"),
+        ),
+        (
+            "0 0 * * 1-7",
+            "End value 7 must be at most 6",
+            "7",
+            Some("Sunday is `0` in ranges: write `1-6,0`"),
+        ),
+        (
+            "0 0 * * 6-7",
+            "End value 7 must be at most 6",
+            "7",
+            Some("Sunday is `0` in ranges: write `6,0`"),
+        ),
+        (
+            "0 0 * * mon-fri",
+            "Invalid day of week value 'mon'",
+            "mon",
+            Some("day names are accepted only as single values; use `1-5`"),
+        ),
+        (
+            "0 0 * * sat-sun",
+            "Invalid day of week value 'sat'",
+            "sat",
+            Some("day names are accepted only as single values; use `6,0`"),
+        ),
+        (
+            "0 0 * * 1-sun",
+            "Invalid day of week value 'sun'",
+            "sun",
+            Some("day names are accepted only as single values; use `1-6,0`"),
+        ),
+        (
+            "0 0 * * sun/2",
+            "Invalid day of week value 'sun'",
+            "sun",
+            Some("day names are accepted only as single values; use `0/2`"),
+        ),
+        (
+            "0 0 * jan *",
+            "Invalid month value 'jan'",
+            "jan",
+            Some("month names are not supported: write `1`"),
+        ),
+        (
+            "0 0 * 1-DEC *",
+            "Invalid month value 'dec'",
+            "DEC",
+            Some("month names are not supported: write `12`"),
+        ),
+    ];
+
+    #[test]
+    fn rejects_invalid_fields_with_messages_ranges_and_help() {
+        for (text, message, underline, help) in REJECTIONS {
+            let error = error(text);
+            assert_eq!(error.message, message, "{text:?}");
+            assert_eq!(underlined(text), underline, "{text:?}");
+            if let Some(help) = help {
+                assert_eq!(error.help.as_deref(), Some(help), "{text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn rejects_what_is_not_a_plain_number() {
+        let cases = [
+            ("x * * * *", "Invalid minute value 'x'", "x"),
+            ("+5 * * * *", "Invalid minute value '+5'", "+5"),
+            ("1_0 * * * *", "Invalid minute value '1_0'", "1_0"),
+            ("٣ * * * *", "Invalid minute value '٣'", "٣"),
+            ("-5 * * * *", "Invalid minute value ''", "-5"),
+            ("5- * * * *", "Invalid minute value ''", "5-"),
+            ("1,,2 * * * *", "Invalid minute value ''", ""),
+            ("1, * * * *", "Invalid minute value ''", ""),
+            ("1-2-3 * * * *", "Invalid minute value '2-3'", "2-3"),
+            ("*/5/2 * * * *", "Invalid minute value '5/2'", "5/2"),
+            ("*-5 * * * *", "Invalid minute value '*'", "*"),
+            ("? * * * *", "Invalid minute value '?'", "?"),
+            ("0 0 L * *", "Invalid day of month value 'l'", "L"),
+            ("0 0 * * 5#3", "Invalid day of week value '5#3'", "5#3"),
+            ("0 0 mon * *", "Invalid day of month value 'mon'", "mon"),
+            ("0 mon * * *", "Invalid hour value 'mon'", "mon"),
+            (
+                "0 0 * * sunday",
+                "Invalid day of week value 'sunday'",
+                "sunday",
+            ),
+            ("0 0 * * 7/1", "End value 7 must be at most 6", "7"),
+            (
+                "0 0 * * \u{212a}",
+                "Invalid day of week value '\u{212a}'",
+                "\u{212a}",
+            ),
+            (
+                "TZ=UTC 0 * * * *",
+                "Expected to find 5 space-separated values, found 6",
+                "*",
+            ),
+        ];
+        for (text, message, underline) in cases {
+            assert_eq!(error(text).message, message, "{text:?}");
+            assert_eq!(underlined(text), underline, "{text:?}");
+        }
+        assert_eq!(
+            error("x * * * *").help.as_deref(),
+            Some(
+                "a minute is `*`, a number from 0 to 59, a range like `0-1` or a step like `*/2`, or a comma list of these"
+            )
+        );
+        assert_eq!(
+            error("1,,2 * * * *").help.as_deref(),
+            Some("every item between commas, and both ends of a range, need a value")
+        );
+    }
+
+    #[test]
+    fn reports_the_first_invalid_field_and_item() {
+        let text = "0 24 32 * *";
+        assert_eq!(error(text).message, "End value 24 must be at most 23");
+        assert_eq!(underlined("1,2,99 * * * *"), "99");
+        assert_eq!(underlined("1 2 3 4 5,6,9"), "9");
+        assert_eq!(underlined("0 0 * * MON,TUE,7,8"), "8");
+    }
+
+    #[test]
+    fn error_ranges_index_the_original_text_after_non_ascii_whitespace() {
+        let text = "0\u{3000}0\u{a0}*  *\u{2028}8";
+        assert_eq!(underlined(text), "8");
+        assert_eq!(error(text).message, "End value 8 must be at most 6");
+    }
+
+    #[test]
+    fn displays_the_message() {
+        assert_eq!(
+            error("0 0 * 13 *").to_string(),
+            "End value 13 must be at most 12"
+        );
+    }
+
+    fn cron_like() -> impl Strategy<Value = String> {
+        proptest::string::string_regex(r"[0-9*/,\-@ \tA-Za-z\u{a0}é]{0,40}").expect("a valid regex")
+    }
+
+    proptest! {
+        #[test]
+        fn parse_never_panics_and_errors_point_inside_the_text(text in any::<String>(), tool in any::<String>(), job in any::<String>()) {
+            if let Err(error) = parse(&text, &tool, &job)
+                && let Some(range) = error.range
+            {
+                prop_assert!(text.get(range).is_some());
+            }
+        }
+
+        #[test]
+        fn accepted_expressions_are_five_fields_and_stable(text in cron_like()) {
+            match parse(&text, "tool", "job") {
+                Ok(schedule) => {
+                    prop_assert_eq!(schedule.actual.split(' ').count(), 5);
+                    prop_assert_eq!(parse(&schedule.actual, "other", "tool").map(|again| again.actual), Ok(schedule.actual.clone()));
+                    let _ = warnings(&schedule);
+                }
+                Err(error) => {
+                    let range = error.range.unwrap_or(0..0);
+                    prop_assert!(text.get(range.clone()).is_some(), "{:?} in {:?}", range, text);
+                }
+            }
+        }
+
+        #[test]
+        fn macros_always_expand_to_valid_expressions(tool in any::<String>(), job in any::<String>(), index in 0..5_usize) {
+            let schedule = parse(MACROS[index], &tool, &job).expect("macros are valid");
+            prop_assert_eq!(parse(&schedule.actual, &tool, &job).map(|again| again.actual), Ok(schedule.actual.clone()));
+        }
+    }
 }

@@ -85,7 +85,11 @@ pub fn parse(text: &str, tool: &str, job: &str) -> Result<Schedule, ScheduleErro
 
 /// Replaces a macro's pinned fields with upstream's deterministic random values.
 fn expand_macro(text: &str, tool: &str, job: &str) -> Result<String, ScheduleError> {
-    let Some(index) = MACROS.iter().position(|&name| name == text) else {
+    let Some((_, standard)) = MACROS
+        .iter()
+        .zip(MACRO_EXPRESSIONS)
+        .find(|(name, _)| **name == text)
+    else {
         return Err(ScheduleError {
             message: format!(
                 "Invalid at-macro '{text}', supported macros are: {}",
@@ -98,7 +102,7 @@ fn expand_macro(text: &str, tool: &str, job: &str) -> Result<String, ScheduleErr
     let mut random = PythonRandom::from_str_seed(&format!("{tool} {job}"));
     // Draws happen in field order, minute first, and only for pinned fields: that order is part of upstream's
     // results.
-    let fields: Vec<String> = MACRO_EXPRESSIONS[index]
+    let fields: Vec<String> = standard
         .split(' ')
         .zip(&FIELDS)
         .map(|(value, field)| {
@@ -112,8 +116,19 @@ fn expand_macro(text: &str, tool: &str, job: &str) -> Result<String, ScheduleErr
     Ok(fields.join(" "))
 }
 
+/// Which of the five fields a [`Field`] is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Minute,
+    Hour,
+    DayOfMonth,
+    Month,
+    DayOfWeek,
+}
+
 /// One of the five fields of a cron expression.
 struct Field {
+    unit: Unit,
     name: &'static str,
     min: u32,
     max: u32,
@@ -121,34 +136,36 @@ struct Field {
 
 const FIELDS: [Field; 5] = [
     Field {
+        unit: Unit::Minute,
         name: "minute",
         min: 0,
         max: 59,
     },
     Field {
+        unit: Unit::Hour,
         name: "hour",
         min: 0,
         max: 23,
     },
     Field {
+        unit: Unit::DayOfMonth,
         name: "day of month",
         min: 1,
         max: 31,
     },
     Field {
+        unit: Unit::Month,
         name: "month",
         min: 1,
         max: 12,
     },
     Field {
+        unit: Unit::DayOfWeek,
         name: "day of week",
         min: 0,
         max: 6,
     },
 ];
-
-/// Index of the day-of-week field in [`FIELDS`], the only one that takes names.
-const DAY_OF_WEEK: usize = 4;
 
 /// Day names in day-of-week order, Sunday = 0.
 const DAY_NAMES: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
@@ -164,8 +181,8 @@ fn normalise_expression(text: &str) -> Result<String, ScheduleError> {
     if fields.len() != FIELDS.len() {
         return Err(wrong_field_count(&fields));
     }
-    for ((start, value), (index, field)) in fields.iter().zip(FIELDS.iter().enumerate()) {
-        check_field(index, field, value).map_err(|problem| problem.at(*start))?;
+    for ((start, value), field) in fields.iter().zip(&FIELDS) {
+        check_field(field, value).map_err(|problem| problem.at(*start))?;
     }
     // Every accepted field is ASCII, so ASCII lower-casing is all of Python's `str.lower()` that can apply.
     let lowered: Vec<String> = fields
@@ -189,11 +206,13 @@ fn wrong_field_count(fields: &[(usize, &str)]) -> ScheduleError {
         }
         [first, ..] => {
             let last = fields.last().unwrap_or(first);
-            let help = if first.1.starts_with('@') {
+            let help = if fields.len() == 1 && MACROS.contains(&first.1) {
                 format!(
                     "a macro must be the whole value: remove the whitespace around `{}`",
                     first.1
                 )
+            } else if first.1.starts_with('@') {
+                "a macro must be the whole value, without whitespace around it".to_owned()
             } else {
                 "a schedule has five fields: minute, hour, day of month, month and day of week, like `0 3 * * *`".to_owned()
             };
@@ -267,10 +286,10 @@ impl Problem {
 }
 
 /// Checks every comma-separated item of one field.
-fn check_field(index: usize, field: &Field, value: &str) -> Result<(), Problem> {
+fn check_field(field: &Field, value: &str) -> Result<(), Problem> {
     let mut offset = 0;
     for item in value.split(',') {
-        check_item(index, field, &item.to_ascii_lowercase()).map_err(|mut problem| {
+        check_item(field, &item.to_ascii_lowercase()).map_err(|mut problem| {
             problem.range = problem.range.start + offset..problem.range.end + offset;
             problem
         })?;
@@ -282,7 +301,7 @@ fn check_field(index: usize, field: &Field, value: &str) -> Result<(), Problem> 
 /// Checks one list item: `*`, `N`, `A-B`, `*/S` or `N/S` (plus day names and `7` for the day of week).
 ///
 /// `item` is lower-cased with ASCII rules, which keeps byte offsets unchanged.
-fn check_item(index: usize, field: &Field, item: &str) -> Result<(), Problem> {
+fn check_item(field: &Field, item: &str) -> Result<(), Problem> {
     if item == "*" {
         return Ok(());
     }
@@ -294,11 +313,11 @@ fn check_item(index: usize, field: &Field, item: &str) -> Result<(), Problem> {
             );
         }
         if base != "*" {
-            let start = number(index, field, base, item, 0)?;
+            let start = number(field, base, item, 0)?;
             check_bounds(field, &start, 0..base.len())?;
         }
         let step_range = base.len() + 1..item.len();
-        let step_number = number(index, field, step, item, step_range.start)?;
+        let step_number = number(field, step, item, step_range.start)?;
         if step_number.value < 1 {
             return Err(Problem::new(
                 format!("Step value {step_number} must be at least 1"),
@@ -316,8 +335,8 @@ fn check_item(index: usize, field: &Field, item: &str) -> Result<(), Problem> {
     }
     if let Some((start_text, end_text)) = item.split_once('-') {
         let end_offset = start_text.len() + 1;
-        let start = number(index, field, start_text, item, 0)?;
-        let end = number(index, field, end_text, item, end_offset)?;
+        let start = number(field, start_text, item, 0)?;
+        let end = number(field, end_text, item, end_offset)?;
         if start.value < field.min {
             return Err(Problem::new(
                 format!("Start value {start} must be at least {}", field.min),
@@ -331,7 +350,7 @@ fn check_item(index: usize, field: &Field, item: &str) -> Result<(), Problem> {
                 end_offset..item.len(),
             );
             return Err(
-                if index == DAY_OF_WEEK && end.value == 7 && start.value > 0 {
+                if field.unit == Unit::DayOfWeek && end.value == 7 && start.value > 0 {
                     problem.help(format!(
                         "Sunday is `0` in ranges: write `{}`",
                         help::through_sunday(start.value)
@@ -354,10 +373,10 @@ fn check_item(index: usize, field: &Field, item: &str) -> Result<(), Problem> {
         }
         return Ok(());
     }
-    if index == DAY_OF_WEEK && (item == "7" || DAY_NAMES.contains(&item)) {
+    if field.unit == Unit::DayOfWeek && (item == "7" || DAY_NAMES.contains(&item)) {
         return Ok(());
     }
-    let value = number(index, field, item, item, 0)?;
+    let value = number(field, item, item, 0)?;
     check_bounds(field, &value, 0..item.len())
 }
 
@@ -396,7 +415,6 @@ impl fmt::Display for Number<'_> {
 
 /// Reads `text`, found at `offset` inside `item`, as a number of `field`, explaining what is wrong if it is not one.
 fn number<'a>(
-    index: usize,
     field: &Field,
     text: &'a str,
     item: &str,
@@ -414,11 +432,11 @@ fn number<'a>(
         offset..offset + text.len()
     };
     let problem = Problem::new(format!("Invalid {} value '{text}'", field.name), range);
-    let day = DAY_NAMES.iter().position(|&name| name == text);
+    let is_day_name = DAY_NAMES.contains(&text);
     let month = MONTH_NAMES.iter().position(|&name| name == text);
-    let help = if index == DAY_OF_WEEK && (day.is_some() || text == "7") {
+    let help = if field.unit == Unit::DayOfWeek && is_day_name {
         help::day_name_help(item)
-    } else if let (Some(month), 3) = (month, index) {
+    } else if let (Unit::Month, Some(month)) = (field.unit, month) {
         format!("month names are not supported: write `{}`", month + 1)
     } else if text.is_empty() {
         "every item between commas, and both ends of a range, need a value".to_owned()
@@ -591,6 +609,44 @@ for line in sys.stdin:
         assert_eq!(
             leading.help.as_deref(),
             Some("a macro must be the whole value: remove the whitespace around `@daily`")
+        );
+    }
+
+    #[test]
+    fn explains_whitespace_around_something_that_looks_like_a_macro() {
+        assert_eq!(
+            error(" @reboot").help.as_deref(),
+            Some("a macro must be the whole value, without whitespace around it")
+        );
+        assert_eq!(
+            error("@daily 0").message,
+            "Invalid at-macro '@daily 0', supported macros are: @hourly, @daily, @weekly, @monthly, @yearly"
+        );
+    }
+
+    #[test]
+    fn suggests_day_numbers_for_names_in_ranges_with_steps() {
+        assert_eq!(
+            error("0 0 * * mon-fri/2").help.as_deref(),
+            Some("write `1/2`, which means the same, or the list `1,3,5`")
+        );
+        assert_eq!(
+            error("0 0 * * mon-thu/2").help.as_deref(),
+            Some("write `mon-thu/2` as a list like `1,3` or use `*/2`")
+        );
+        assert_eq!(
+            error("0 0 * * 1-7/2").help.as_deref(),
+            Some("use a list like `1,6,11` or a step like `*/5`")
+        );
+        assert_eq!(
+            error("1-30/0 * * * *").help.as_deref(),
+            Some("use a list like `1,6,11` or a step like `*/5`")
+        );
+        assert_eq!(
+            error("0 0 * * fri-mon").help.as_deref(),
+            Some(
+                "day names are accepted only as single values; use numbers, Sunday = 0 to Saturday = 6"
+            )
         );
     }
 

@@ -3,7 +3,7 @@
 //! Upstream only says what is wrong; these texts go into [`ScheduleError::help`](super::ScheduleError::help) and
 //! never change whether a schedule is accepted.
 
-use super::{DAY_NAMES, Field, MACROS, is_python_whitespace};
+use super::{DAY_NAMES, Field, MACROS, Unit, is_python_whitespace};
 
 /// Suggests the intended macro for an invalid one.
 pub(super) fn macro_help(text: &str) -> Option<String> {
@@ -45,15 +45,17 @@ pub(super) fn bounds_help(field: &Field) -> String {
     )
 }
 
-/// Help for a day name (or `7`) used inside a range or step: the same item with numbers, when that is valid.
+/// The number of a day-of-week value written as a name or a number, with `7` read as Sunday.
+fn day_number(text: &str) -> Option<u32> {
+    match DAY_NAMES.iter().position(|&name| name == text) {
+        Some(position) => u32::try_from(position).ok(),
+        None if text == "7" => Some(0),
+        None => text.parse().ok().filter(|value| *value <= 6),
+    }
+}
+
+/// Help for a day name used inside a range or step: the same item with numbers, when that is valid.
 pub(super) fn day_name_help(item: &str) -> String {
-    let day_number = |text: &str| -> Option<u32> {
-        match DAY_NAMES.iter().position(|&name| name == text) {
-            Some(position) => u32::try_from(position).ok(),
-            None if text == "7" => Some(0),
-            None => text.parse().ok().filter(|value| *value <= 6),
-        }
-    };
     let suggestion = if let Some((start, end)) = item.split_once('-') {
         match (day_number(start), day_number(end)) {
             (Some(start), Some(0)) if start > 0 => Some(through_sunday(start)),
@@ -84,16 +86,17 @@ pub(super) fn range_step_help(
     end: &str,
     step: &str,
 ) -> String {
-    let parsed = (
-        start.parse::<u32>(),
-        end.parse::<u32>(),
-        step.parse::<u32>(),
-    );
-    let (Ok(start), Ok(end), Ok(step)) = parsed else {
-        return "use a list like `1,6,11` or a step like `*/5`".to_owned();
+    // Day names are not valid here either, but reading them lets the suggestion fix both mistakes at once.
+    let bound = |text: &str| match field.unit {
+        Unit::DayOfWeek => day_number(text),
+        _ => text.parse().ok(),
     };
-    if step == 0 || start > end || start < field.min || end > field.max {
-        return format!("use a list like `1,6,11` or a step like `*/{step}`");
+    let generic = "use a list like `1,6,11` or a step like `*/5`".to_owned();
+    let (Some(start), Some(end), Ok(step)) = (bound(start), bound(end), step.parse::<u32>()) else {
+        return generic;
+    };
+    if step == 0 || step > field.max || start > end || start < field.min || end > field.max {
+        return generic;
     }
     if step == 1 {
         return format!("write `{start}-{end}`");

@@ -3,7 +3,7 @@
 //! Upstream's `@monthly` and `@yearly` may land on day 29 to 31, and `@yearly` even on a date that does not exist;
 //! explicit expressions can do the same. Nothing here rejects a schedule: upstream accepts all of these.
 
-use super::{FIELDS, Field, Schedule, split_python_whitespace};
+use super::{FIELDS, Field, Schedule, Unit, split_python_whitespace};
 
 /// Points out schedules that run rarely or never, or that Kubernetes will refuse although upstream accepts them.
 ///
@@ -11,7 +11,7 @@ use super::{FIELDS, Field, Schedule, split_python_whitespace};
 #[must_use]
 pub fn warnings(schedule: &Schedule) -> Vec<String> {
     let fields = split_python_whitespace(&schedule.actual);
-    let [_, _, day_of_month, month, day_of_week] = fields.as_slice() else {
+    let [_, _, (_, day_of_month), (_, month), (_, day_of_week)] = fields.as_slice() else {
         return Vec::new();
     };
     let subject = if schedule.expression.starts_with('@') {
@@ -23,12 +23,12 @@ pub fn warnings(schedule: &Schedule) -> Vec<String> {
         format!("`{}`", schedule.actual)
     };
     let mut warnings = Vec::new();
-    if day_of_week.1.split(',').any(|item| item == "7") {
+    if day_of_week.split(',').any(|item| item == "7") {
         warnings.push(format!(
             "{subject} uses `7` for Sunday, which upstream accepts but Kubernetes refuses (its days of the week go from 0 to 6); write `0`"
         ));
     }
-    if let Some(warning) = calendar_warning(&subject, day_of_month.1, month.1, day_of_week.1) {
+    if let Some(warning) = calendar_warning(&subject, day_of_month, month, day_of_week) {
         warnings.push(warning);
     }
     warnings
@@ -63,8 +63,8 @@ fn calendar_warning(
     if !is_unrestricted(day_of_week) || is_unrestricted(day_of_month) {
         return None;
     }
-    let days = values(&FIELDS[2], day_of_month)?;
-    let months = values(&FIELDS[3], month)?;
+    let days = values(Unit::DayOfMonth, day_of_month)?;
+    let months = values(Unit::Month, month)?;
     let first_day = *days.first()?;
     let month_has_day = |month: u32| month_length(month).is_some_and(|length| first_day <= length);
     let running: Vec<u32> = months
@@ -110,8 +110,9 @@ fn is_unrestricted(field: &str) -> bool {
     field.split(',').any(|item| item == "*" || item == "*/1")
 }
 
-/// The sorted values a valid field of the day-of-month or month selects; `None` if it is not valid.
-fn values(field: &Field, text: &str) -> Option<Vec<u32>> {
+/// The sorted numbers a valid day-of-month or month field selects; `None` if it is not valid.
+fn values(unit: Unit, text: &str) -> Option<Vec<u32>> {
+    let field: &Field = FIELDS.iter().find(|field| field.unit == unit)?;
     let mut selected = Vec::new();
     for item in text.split(',') {
         let (range, step) = match item.split_once('/') {

@@ -3,7 +3,7 @@
 //! [`parse`] accepts and rejects exactly what upstream's jobs-api accepts and rejects (`tjf/core/cron.py`, reference
 //! §1.5) and returns both the text the user wrote and the expression Kubernetes receives. The macros are spread over
 //! their period with upstream's deterministic per-(tool, job) randomisation, which needs Python's own random number
-//! generator, reproduced in `python_random`. [`warnings`] points out schedules that run rarely or never.
+//! generator, reproduced in `python_random`. [`warnings()`] points out schedules that run rarely or never.
 //!
 //! This module does not compute run times (the `CronJob` controller does) and knows nothing of YAML: the caller
 //! passes the schedule string and turns a [`ScheduleError`] into a diagnostic with its byte range.
@@ -366,10 +366,7 @@ fn check_item(field: &Field, item: &str) -> Result<(), Problem> {
                 format!("End value {end} must be smaller than start value {start}"),
                 0..item.len(),
             )
-            .help(format!(
-                "ranges go from low to high and do not wrap around; write `{start}-{},{}-{end}`",
-                field.max, field.min
-            )));
+            .help(help::wrap_around_help(field, start.value, end.value)));
         }
         return Ok(());
     }
@@ -780,7 +777,7 @@ for line in sys.stdin:
     }
 
     /// Every reject rule: the text, upstream's message, the underlined text and the help where there is one.
-    const REJECTIONS: [(&str, &str, &str, Option<&str>); 31] = [
+    const REJECTIONS: [(&str, &str, &str, Option<&str>); 34] = [
         (
             "1-30/5 * * * *",
             "Step syntax is not supported with ranges",
@@ -888,6 +885,24 @@ for line in sys.stdin:
             "End value 2 must be smaller than start value 22",
             "22-2",
             Some("ranges go from low to high and do not wrap around; write `22-23,0-2`"),
+        ),
+        (
+            "0 23-2 * * *",
+            "End value 2 must be smaller than start value 23",
+            "23-2",
+            Some("ranges go from low to high and do not wrap around; write `23,0-2`"),
+        ),
+        (
+            "0 0 * * 6-0",
+            "End value 0 must be smaller than start value 6",
+            "6-0",
+            Some("ranges go from low to high and do not wrap around; write `6,0`"),
+        ),
+        (
+            "60-59 * * * *",
+            "End value 59 must be smaller than start value 60",
+            "60-59",
+            Some("the minute goes from 0 to 59"),
         ),
         (
             "0 0 * * 1-7",

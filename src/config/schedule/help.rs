@@ -120,9 +120,26 @@ pub(super) fn range_step_help(
 
 /// Days `start` (1 to 6) to Saturday, then Sunday: what `start-7` means, in numbers Kubernetes accepts.
 pub(super) fn through_sunday(start: u32) -> String {
-    if start >= 6 {
-        "6,0".to_owned()
+    format!("{},0", range_text(start, 6))
+}
+
+/// Help for a reversed range such as `22-2`, which usually means "wrap around the end of the field".
+pub(super) fn wrap_around_help(field: &Field, start: u32, end: u32) -> String {
+    if start > field.max {
+        return bounds_help(field);
+    }
+    format!(
+        "ranges go from low to high and do not wrap around; write `{},{}`",
+        range_text(start, field.max),
+        range_text(field.min, end)
+    )
+}
+
+/// `start-end`, or just `start` when they are equal.
+fn range_text(start: u32, end: u32) -> String {
+    if start == end {
+        start.to_string()
     } else {
-        format!("{start}-6,0")
+        format!("{start}-{end}")
     }
 }

@@ -7,7 +7,7 @@ use super::{FIELDS, Field, Schedule, Unit, split_python_whitespace};
 
 /// Points out schedules that run rarely or never, or that Kubernetes will refuse although upstream accepts them.
 ///
-/// Only the `actual` expression is examined; a [`Schedule`] that did not come from [`parse`] may get no warnings.
+/// Only the `actual` expression is examined; a [`Schedule`] that did not come from [`parse`](super::parse) may get no warnings.
 #[must_use]
 pub fn warnings(schedule: &Schedule) -> Vec<String> {
     let fields = split_python_whitespace(&schedule.actual);

@@ -34,6 +34,8 @@ impl PythonRandom {
 
     /// Python's `init_by_array`.
     fn from_key(key: &[u32]) -> Self {
+        // Python never passes an empty key (zero becomes one zero word); mapping it the same way keeps this total.
+        let key = if key.is_empty() { &[0][..] } else { key };
         let mut state = init_genrand(19_650_218);
         let mut i = 1;
         let mut j = 0;
@@ -292,6 +294,13 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_key_seeds_like_a_zero_word() {
+        let mut empty = PythonRandom::from_key(&[]);
+        let mut zero = PythonRandom::from_key(&[0]);
+        assert_eq!(empty.next_u32(), zero.next_u32());
+    }
+
+    #[test]
     fn randint_with_an_inverted_range_returns_low_without_drawing() {
         let mut random = PythonRandom::from_str_seed("x");
         let mut untouched = random.clone();
@@ -322,10 +331,13 @@ for line in sys.stdin:
     out += [r.randint(0, 2**32 - 1), r.randint(10, 10), r.randint(3, 2**31)]
     print(" ".join(map(str, out)))
 "#;
-        let seeds: Vec<String> = sample_names(50)
+        let mut seeds: Vec<String> = sample_names(50)
             .into_iter()
             .map(|(tool, job)| format!("{tool} {job}"))
             .collect();
+        // Longer than the 624-word state, so `init_by_array` walks the key rather than the state.
+        seeds.push("x".repeat(3000));
+        seeds.push("é🦀".repeat(700));
         let rows: Vec<Vec<String>> = seeds.iter().map(|seed| vec![seed.clone()]).collect();
         let expected = python(SCRIPT, &json_lines(&rows));
         let expected: Vec<&str> = expected.lines().collect();

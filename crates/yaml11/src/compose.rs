@@ -1,0 +1,541 @@
+//! Turns granit-parser's events into a graph of raw nodes, as PyYAML's composer does.
+//!
+//! This stage checks what PyYAML checks while composing: one document at most, anchors
+//! defined once with PyYAML's name alphabet, aliases to defined anchors. It also enforces the
+//! [`Limits`]: every node counts, and an alias counts the whole subtree it repeats, so an
+//! exponential "billion laughs" document is refused at the alias that crosses the limit,
+//! before anything is copied. Tags are resolved here; values are built by `construct`.
+
+use std::collections::HashMap;
+
+use granit_parser::{Event, Marker, Options, Parser, ScalarStyle, ScanError, StructureStyle};
+
+use crate::Limits;
+use crate::error::{Error, ErrorKind, Limit, Result};
+use crate::resolve::resolve_plain;
+use crate::span::{Mark, Span};
+use crate::value::{Style, Tag};
+
+/// A composed document: nodes in an arena, aliases as shared indices.
+#[derive(Debug)]
+pub(crate) struct Document {
+    pub(crate) nodes: Vec<RawNode>,
+    pub(crate) root: usize,
+}
+
+#[derive(Debug)]
+pub(crate) struct RawNode {
+    pub(crate) content: Content,
+    /// Where the node's text is (quotes and brackets included, tag and anchor excluded).
+    pub(crate) span: Span,
+    /// Where the node starts including its tag and anchor, which is where PyYAML points.
+    pub(crate) start: Mark,
+    pub(crate) tag: RawTag,
+    pub(crate) style: Style,
+    /// Nodes in the subtree after alias expansion.
+    size: usize,
+    /// Collections nested in the subtree after alias expansion (0 for a scalar).
+    height: usize,
+    /// Whether the collection is still being composed, to refuse recursive aliases.
+    open: bool,
+}
+
+impl RawNode {
+    /// The span PyYAML would report for this node: from its tag or anchor to its end.
+    pub(crate) fn error_span(&self) -> Span {
+        Span::new(self.start, self.span.end)
+    }
+
+    /// PyYAML's `node.id`: "scalar", "sequence" or "mapping".
+    pub(crate) fn kind_name(&self) -> &'static str {
+        match self.content {
+            Content::Scalar(_) => "scalar",
+            Content::Sequence(_) => "sequence",
+            Content::Mapping(_) => "mapping",
+        }
+    }
+}
+
+/// A resolved tag: a standard one, or any other (which `safe_load` cannot construct).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum RawTag {
+    Standard(Tag),
+    Other(String),
+}
+
+#[derive(Debug)]
+pub(crate) enum Content {
+    Scalar(String),
+    Sequence(Vec<Child>),
+    Mapping(Vec<(Child, Child)>),
+}
+
+/// A reference from a collection to a node; `alias` is set when the reference is an alias.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Child {
+    pub(crate) node: usize,
+    pub(crate) alias: Option<Span>,
+}
+
+/// Composes the single document of `source`, or `None` for a stream without documents.
+pub(crate) fn compose(source: &str, limits: &Limits) -> Result<Option<Document>> {
+    if source.len() > limits.max_bytes {
+        let end = crate::span::mark_at(source, source.len());
+        return Err(Error::new(
+            ErrorKind::LimitExceeded(Limit::Bytes),
+            format!(
+                "the document is larger than the limit of {} bytes",
+                limits.max_bytes
+            ),
+            Span::new(crate::span::mark_at(source, 0), end),
+        ));
+    }
+    check_printable(source)?;
+    let mut options = Options::default();
+    options.emit_anchor_events = true;
+    options.emit_unresolved_aliases = true;
+    options.emit_comments = false;
+    // granit counts nesting differently from collections (block indentation levels), so give
+    // it slack; `max_depth` itself is enforced below, and granit's limit only guards its stack.
+    let parser_depth = limits.max_depth.saturating_add(2);
+    options.flow_nesting_limit = parser_depth;
+    options.block_nesting_limit = parser_depth;
+    let mut composer = Composer {
+        source,
+        limits,
+        nodes: Vec::new(),
+        stack: Vec::new(),
+        anchors_by_id: HashMap::new(),
+        anchor_names: HashMap::new(),
+        total_nodes: 0,
+        root: None,
+        documents: 0,
+    };
+    for item in Parser::new_from_str_with_options(source, options) {
+        let (event, span) = item.map_err(|error| composer.scan_error(&error))?;
+        if matches!(event, Event::StreamEnd) {
+            break;
+        }
+        composer.handle(event, &span)?;
+    }
+    Ok(composer.root.map(|root| Document {
+        nodes: composer.nodes,
+        root,
+    }))
+}
+
+/// What `add_node` needs to know about a node.
+struct NewNode {
+    content: Content,
+    span: Span,
+    start: Mark,
+    tag: RawTag,
+    style: Style,
+}
+
+/// A collection's tag: explicit, or `implicit` when absent or non-specific (`!`).
+fn collection_tag(full_tag: Option<&str>, implicit: Tag) -> RawTag {
+    match full_tag {
+        None | Some("!") => RawTag::Standard(implicit),
+        Some(uri) => standard_or_other(uri),
+    }
+}
+
+fn standard_or_other(uri: &str) -> RawTag {
+    Tag::from_uri(uri).map_or_else(|| RawTag::Other(uri.to_owned()), RawTag::Standard)
+}
+
+/// PyYAML's reader refuses these characters anywhere in the stream, before parsing.
+fn is_printable(character: char) -> bool {
+    matches!(character,
+        '\u{9}' | '\u{A}' | '\u{D}' | '\u{20}'..='\u{7E}' | '\u{85}' | '\u{A0}'..='\u{D7FF}'
+        | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..='\u{10FFFF}')
+}
+
+fn check_printable(source: &str) -> Result<()> {
+    let Some((offset, character)) = source
+        .char_indices()
+        .find(|(_, character)| !is_printable(*character))
+    else {
+        return Ok(());
+    };
+    let start = crate::span::mark_at(source, offset);
+    let end = crate::span::mark_at(source, offset + character.len_utf8());
+    Err(Error::new(
+        ErrorKind::Syntax,
+        format!(
+            "unacceptable character #x{:04x}: special characters are not allowed",
+            u32::from(character)
+        ),
+        Span::new(start, end),
+    ))
+}
+
+/// Whether PyYAML's scanner accepts `character` in an anchor or alias name.
+fn is_anchor_character(character: char) -> bool {
+    character.is_ascii_alphanumeric() || character == '-' || character == '_'
+}
+
+struct Composer<'source, 'limits> {
+    source: &'source str,
+    limits: &'limits Limits,
+    nodes: Vec<RawNode>,
+    /// Open collections and, for mappings, the key waiting for its value.
+    stack: Vec<(usize, Option<Child>)>,
+    anchors_by_id: HashMap<usize, usize>,
+    /// Anchor names defined so far, with where they were first defined.
+    anchor_names: HashMap<String, Span>,
+    total_nodes: usize,
+    root: Option<usize>,
+    documents: usize,
+}
+
+impl Composer<'_, '_> {
+    /// Applies one parser event to the graph being composed.
+    fn handle(&mut self, event: Event<'_>, parser_span: &granit_parser::Span) -> Result<()> {
+        let span = self.span(parser_span);
+        // PyYAML's node position includes the tag (the anchor is added by its own event).
+        let start = parser_span
+            .tag_start
+            .map_or(span.start, |mark| self.mark(&mark));
+        let full_tag = event
+            .tag()
+            .map(|tag| format!("{}{}", tag.handle(), tag.suffix()));
+        match event {
+            Event::DocumentStart(..) => self.start_document(span),
+            Event::Scalar(text, style, anchor_id, _) => {
+                // granit reports an omitted value as a plain "~" with an empty span; PyYAML
+                // sees an empty scalar, which matters for `!!str` and for the null resolver.
+                let omitted = style == ScalarStyle::Plain && span.is_empty();
+                let text = if omitted {
+                    String::new()
+                } else {
+                    text.into_owned()
+                };
+                let tag = match full_tag.as_deref() {
+                    None if style == ScalarStyle::Plain => RawTag::Standard(resolve_plain(&text)),
+                    None => RawTag::Standard(Tag::Str),
+                    // The non-specific tag `!` turns implicit resolution on, even when quoted.
+                    Some("!") => RawTag::Standard(resolve_plain(&text)),
+                    Some(uri) => standard_or_other(uri),
+                };
+                let style = match style {
+                    ScalarStyle::Plain => Style::Plain,
+                    ScalarStyle::SingleQuoted => Style::SingleQuoted,
+                    ScalarStyle::DoubleQuoted => Style::DoubleQuoted,
+                    ScalarStyle::Literal => Style::Literal,
+                    ScalarStyle::Folded => Style::Folded,
+                };
+                let node = NewNode {
+                    content: Content::Scalar(text),
+                    span,
+                    start,
+                    tag,
+                    style,
+                };
+                self.add_node(node, anchor_id).map(drop)
+            }
+            Event::SequenceStart(structure, anchor_id, _) => {
+                let style = match structure {
+                    StructureStyle::Block => Style::BlockSequence,
+                    StructureStyle::Flow => Style::FlowSequence,
+                };
+                let tag = collection_tag(full_tag.as_deref(), Tag::Seq);
+                let content = Content::Sequence(Vec::new());
+                let node = NewNode {
+                    content,
+                    span,
+                    start,
+                    tag,
+                    style,
+                };
+                self.open_collection(node, anchor_id)
+            }
+            Event::MappingStart(structure, anchor_id, _) => {
+                let style = match structure {
+                    StructureStyle::Block => Style::BlockMapping,
+                    StructureStyle::Flow => Style::FlowMapping,
+                };
+                let tag = collection_tag(full_tag.as_deref(), Tag::Map);
+                let content = Content::Mapping(Vec::new());
+                let node = NewNode {
+                    content,
+                    span,
+                    start,
+                    tag,
+                    style,
+                };
+                self.open_collection(node, anchor_id)
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                self.close_collection(span);
+                Ok(())
+            }
+            Event::Alias(id) => self.add_alias(id, span),
+            Event::UnresolvedAlias(name) => {
+                self.check_anchor_name(span, "alias")?;
+                Err(Error::new(
+                    ErrorKind::UndefinedAlias,
+                    format!(
+                        "found undefined alias {}",
+                        crate::integer::python_repr(&name)
+                    ),
+                    span,
+                ))
+            }
+            Event::Anchor(id, name) => self.define_anchor(id, &name, span),
+            // Stream and document boundaries carry no data; comments are switched off.
+            _ => Ok(()),
+        }
+    }
+
+    fn start_document(&mut self, span: Span) -> Result<()> {
+        self.documents += 1;
+        if self.documents == 1 {
+            return Ok(());
+        }
+        let error = Error::new(
+            ErrorKind::MultipleDocuments,
+            "expected a single document in the stream, but found another document",
+            span,
+        );
+        Err(match self.root {
+            Some(root) => error.with_context(
+                "the first document starts here",
+                Span::point(self.nodes[root].start),
+            ),
+            None => error,
+        })
+    }
+    fn mark(&self, marker: &Marker) -> Mark {
+        let offset = marker.byte_offset().unwrap_or_else(|| {
+            // granit always reports byte offsets for `&str` input; this is a fallback only.
+            self.source
+                .char_indices()
+                .nth(marker.index())
+                .map_or(self.source.len(), |(offset, _)| offset)
+        });
+        Mark {
+            offset,
+            line: marker.line(),
+            column: marker.col() + 1,
+        }
+    }
+
+    fn span(&self, span: &granit_parser::Span) -> Span {
+        Span::new(self.mark(&span.start), self.mark(&span.end))
+    }
+
+    fn scan_error(&self, error: &ScanError) -> Error {
+        let mark = self.mark(error.marker());
+        let kind = match error.kind() {
+            granit_parser::ErrorKind::RecursionLimitExceeded => {
+                ErrorKind::LimitExceeded(Limit::Depth)
+            }
+            _ => ErrorKind::Syntax,
+        };
+        let message = match kind {
+            ErrorKind::LimitExceeded(_) => {
+                format!(
+                    "the document nests collections deeper than the limit of {} levels",
+                    self.limits.max_depth
+                )
+            }
+            _ => error.info(),
+        };
+        Error::new(kind, message, Span::point(mark))
+    }
+
+    fn count(&mut self, added: usize, span: Span) -> Result<()> {
+        self.total_nodes = self.total_nodes.saturating_add(added);
+        if self.total_nodes > self.limits.max_nodes {
+            return Err(Error::new(
+                ErrorKind::LimitExceeded(Limit::Nodes),
+                format!(
+                    "the document has more than {} nodes once aliases are expanded",
+                    self.limits.max_nodes
+                ),
+                span,
+            ));
+        }
+        Ok(())
+    }
+
+    fn depth_error(&self, span: Span) -> Error {
+        Error::new(
+            ErrorKind::LimitExceeded(Limit::Depth),
+            format!(
+                "the document nests collections deeper than the limit of {} levels",
+                self.limits.max_depth
+            ),
+            span,
+        )
+    }
+
+    fn add_node(&mut self, node: NewNode, anchor_id: usize) -> Result<usize> {
+        self.count(1, node.span)?;
+        let index = self.nodes.len();
+        let open = !matches!(node.content, Content::Scalar(_));
+        self.nodes.push(RawNode {
+            content: node.content,
+            span: node.span,
+            start: node.start,
+            tag: node.tag,
+            style: node.style,
+            size: 1,
+            height: usize::from(open),
+            open,
+        });
+        if anchor_id != 0 {
+            self.anchors_by_id.insert(anchor_id, index);
+        }
+        if !open {
+            self.attach(Child {
+                node: index,
+                alias: None,
+            });
+        }
+        Ok(index)
+    }
+
+    fn open_collection(&mut self, node: NewNode, anchor_id: usize) -> Result<()> {
+        if self.stack.len() >= self.limits.max_depth {
+            return Err(self.depth_error(node.span));
+        }
+        let index = self.add_node(node, anchor_id)?;
+        self.stack.push((index, None));
+        Ok(())
+    }
+
+    fn close_collection(&mut self, end: Span) {
+        let Some((index, _)) = self.stack.pop() else {
+            return;
+        };
+        let (size, height) = match &self.nodes[index].content {
+            Content::Scalar(_) => (1, 0),
+            Content::Sequence(items) => self.measure(items.iter()),
+            Content::Mapping(pairs) => {
+                self.measure(pairs.iter().flat_map(|(key, value)| [key, value]))
+            }
+        };
+        let node = &mut self.nodes[index];
+        node.span.end = end.end;
+        node.size = size;
+        node.height = height;
+        node.open = false;
+        self.attach(Child {
+            node: index,
+            alias: None,
+        });
+    }
+
+    fn measure<'child>(&self, children: impl Iterator<Item = &'child Child>) -> (usize, usize) {
+        children.fold((1, 1), |(size, height), child| {
+            let node = &self.nodes[child.node];
+            (size.saturating_add(node.size), height.max(node.height + 1))
+        })
+    }
+
+    fn attach(&mut self, child: Child) {
+        let Some((parent, pending_key)) = self.stack.last_mut() else {
+            self.root = Some(child.node);
+            return;
+        };
+        match &mut self.nodes[*parent].content {
+            Content::Sequence(items) => items.push(child),
+            Content::Mapping(pairs) => match pending_key.take() {
+                Some(key) => pairs.push((key, child)),
+                None => *pending_key = Some(child),
+            },
+            Content::Scalar(_) => {}
+        }
+    }
+
+    fn add_alias(&mut self, id: usize, span: Span) -> Result<()> {
+        self.check_anchor_name(span, "alias")?;
+        let Some(&target) = self.anchors_by_id.get(&id) else {
+            let name = span
+                .slice(self.source)
+                .unwrap_or_default()
+                .trim_start_matches('*');
+            return Err(Error::new(
+                ErrorKind::UndefinedAlias,
+                format!(
+                    "found undefined alias {}",
+                    crate::integer::python_repr(name)
+                ),
+                span,
+            ));
+        };
+        let node = &self.nodes[target];
+        if node.open {
+            return Err(Error::new(
+                ErrorKind::RecursiveAlias,
+                "found an alias to a collection that contains it (recursive structures are not supported)",
+                span,
+            )
+            .with_context("the anchored collection starts here", Span::point(node.start)));
+        }
+        if self.stack.len() + node.height > self.limits.max_depth {
+            return Err(self.depth_error(span));
+        }
+        self.count(node.size, span)?;
+        self.attach(Child {
+            node: target,
+            alias: Some(span),
+        });
+        Ok(())
+    }
+
+    fn define_anchor(&mut self, id: usize, name: &str, span: Span) -> Result<()> {
+        self.check_anchor_name(span, "anchor")?;
+        if let Some(first) = self.anchor_names.get(name) {
+            return Err(Error::new(
+                ErrorKind::DuplicateAnchor,
+                format!(
+                    "found duplicate anchor {}; second occurrence",
+                    crate::integer::python_repr(name)
+                ),
+                span,
+            )
+            .with_context("first occurrence", *first));
+        }
+        self.anchor_names.insert(name.to_owned(), span);
+        if let Some(&index) = self.anchors_by_id.get(&id) {
+            let node = &mut self.nodes[index];
+            node.start = node.start.min(span.start);
+        }
+        Ok(())
+    }
+
+    /// PyYAML only accepts ASCII letters, digits, `-` and `_` in anchor and alias names.
+    fn check_anchor_name(&self, span: Span, what: &str) -> Result<()> {
+        let text = span.slice(self.source).unwrap_or_default();
+        let name = text.get(1..).unwrap_or_default();
+        let Some((offset, character)) = name
+            .char_indices()
+            .find(|(_, character)| !is_anchor_character(*character))
+        else {
+            if name.is_empty() {
+                return Err(Error::new(
+                    ErrorKind::Syntax,
+                    "expected alphabetic or numeric character",
+                    span,
+                )
+                .with_context(format!("while scanning an {what}"), span));
+            }
+            return Ok(());
+        };
+        let start = crate::span::mark_at(self.source, span.start.offset + 1 + offset);
+        let end = crate::span::mark_at(self.source, start.offset + character.len_utf8());
+        Err(Error::new(
+            ErrorKind::Syntax,
+            format!(
+                "expected alphabetic or numeric character, but found {}",
+                crate::integer::python_repr(&character.to_string())
+            ),
+            Span::new(start, end),
+        )
+        .with_context(format!("while scanning an {what}"), span))
+    }
+}

@@ -1,0 +1,411 @@
+//! Builds values from the composed graph, as PyYAML's `SafeConstructor` does.
+//!
+//! Each standard tag has the constructor PyYAML registers for it, with the same leniencies
+//! (`!!null` accepts any text, `!!bool` any case, `!!int` a second sign) and the same
+//! refusals. Merge keys are flattened per mapping exactly as `flatten_mapping` does. An alias
+//! is constructed again at each use, which costs at most [`crate::Limits::max_nodes`] nodes
+//! because `compose` counted every expansion.
+
+use crate::compose::{Child, Content, Document, RawNode, RawTag};
+use crate::error::{Error, ErrorKind, Result};
+use crate::float::parse_python_float;
+use crate::integer::{self, Integer, parse_python_int, python_repr};
+use crate::span::Span;
+use crate::timestamp;
+use crate::value::{Mapping, Node, Tag, Value};
+
+/// Constructs the root node of `document`.
+pub(crate) fn construct(document: &Document) -> Result<Node> {
+    Constructor {
+        nodes: &document.nodes,
+    }
+    .object(
+        Child {
+            node: document.root,
+            alias: None,
+        },
+        None,
+    )
+}
+
+/// A mapping entry after merging; `alias` is the outermost alias the entry came through.
+#[derive(Clone, Copy)]
+struct Entry {
+    key: Child,
+    value: Child,
+    alias: Option<Span>,
+}
+
+struct Constructor<'document> {
+    nodes: &'document [RawNode],
+}
+
+impl Constructor<'_> {
+    fn object(&self, child: Child, inherited_alias: Option<Span>) -> Result<Node> {
+        let raw = &self.nodes[child.node];
+        let alias = inherited_alias.or(child.alias);
+        let tag = match &raw.tag {
+            RawTag::Standard(Tag::Merge | Tag::Value) | RawTag::Other(_) => {
+                let name = match &raw.tag {
+                    RawTag::Standard(tag) => tag.uri(),
+                    RawTag::Other(name) => name.clone(),
+                };
+                return Err(Error::new(
+                    ErrorKind::UnknownTag,
+                    format!(
+                        "could not determine a constructor for the tag {}",
+                        python_repr(&name)
+                    ),
+                    raw.error_span(),
+                ));
+            }
+            RawTag::Standard(tag) => *tag,
+        };
+        let value = match tag {
+            Tag::Null => {
+                self.scalar_text(child.node)?;
+                Value::Null
+            }
+            Tag::Bool => self.boolean(child.node)?,
+            Tag::Int => Value::Int(self.integer(child.node)?),
+            Tag::Float => Value::Float(self.float(child.node)?),
+            Tag::Str => Value::Str(self.scalar_text(child.node)?.to_owned()),
+            Tag::Binary => Value::Binary(self.binary(child.node)?),
+            Tag::Timestamp => {
+                let text = self.scalar_text(child.node)?;
+                Value::Timestamp(
+                    timestamp::parse(text)
+                        .map_err(|message| invalid(raw, "timestamp", text, &message))?,
+                )
+            }
+            Tag::Seq => Value::Seq(self.sequence(child.node, alias)?),
+            Tag::Map => Value::Map(Mapping::from_entries(self.mapping(child.node, alias)?)),
+            Tag::Set => Value::Seq(self.set(child.node, alias)?),
+            Tag::Omap => {
+                Value::Seq(self.pairs(child.node, alias, "while constructing an ordered map")?)
+            }
+            Tag::Pairs => Value::Seq(self.pairs(child.node, alias, "while constructing pairs")?),
+            Tag::Merge | Tag::Value => Value::Null,
+        };
+        Ok(Node {
+            value,
+            span: raw.span,
+            alias,
+            style: raw.style,
+            tag,
+        })
+    }
+
+    /// PyYAML's `construct_scalar`, including its `=` key lookup in mappings.
+    fn scalar_text(&self, index: usize) -> Result<&str> {
+        let raw = &self.nodes[index];
+        match &raw.content {
+            Content::Scalar(text) => Ok(text),
+            Content::Mapping(pairs) => {
+                if let Some((_, value)) = pairs
+                    .iter()
+                    .find(|(key, _)| self.nodes[key.node].tag == RawTag::Standard(Tag::Value))
+                {
+                    return self.scalar_text(value.node);
+                }
+                Err(expected(raw, "a scalar node"))
+            }
+            Content::Sequence(_) => Err(expected(raw, "a scalar node")),
+        }
+    }
+
+    fn boolean(&self, index: usize) -> Result<Value> {
+        let text = self.scalar_text(index)?;
+        match text.to_lowercase().as_str() {
+            "yes" | "true" | "on" => Ok(Value::Bool(true)),
+            "no" | "false" | "off" => Ok(Value::Bool(false)),
+            _ => Err(invalid(
+                &self.nodes[index],
+                "boolean",
+                text,
+                "expected yes, no, true, false, on or off",
+            )),
+        }
+    }
+
+    /// PyYAML's `construct_yaml_int`.
+    fn integer(&self, index: usize) -> Result<Integer> {
+        let text = self.scalar_text(index)?;
+        let fail = |message: String| invalid(&self.nodes[index], "integer", text, &message);
+        let cleaned = text.replace('_', "");
+        let negative = cleaned.starts_with('-');
+        let unsigned = cleaned.strip_prefix(['-', '+']).unwrap_or(&cleaned);
+        if cleaned.is_empty() {
+            return Err(fail("the value is empty".to_owned()));
+        }
+        let negate = |value: Integer| Ok(if negative { value.negated() } else { value });
+        let parsed = if unsigned == "0" {
+            Ok(Integer::from(0_i64))
+        } else if let Some(digits) = unsigned.strip_prefix("0b") {
+            parse_python_int(digits, 2).and_then(negate)
+        } else if let Some(digits) = unsigned.strip_prefix("0x") {
+            parse_python_int(digits, 16).and_then(negate)
+        } else if unsigned.starts_with('0') {
+            parse_python_int(unsigned, 8).and_then(negate)
+        } else if unsigned.contains(':') {
+            unsigned
+                .split(':')
+                .map(|part| parse_python_int(part, 10))
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .and_then(|parts| integer::sexagesimal(negative, &parts))
+        } else {
+            parse_python_int(unsigned, 10).and_then(negate)
+        };
+        parsed.map_err(|error| fail(error.0))
+    }
+
+    /// PyYAML's `construct_yaml_float`.
+    fn float(&self, index: usize) -> Result<f64> {
+        let text = self.scalar_text(index)?;
+        let fail = |message: &str| invalid(&self.nodes[index], "float", text, message);
+        let cleaned = text.replace('_', "").to_lowercase();
+        if cleaned.is_empty() {
+            return Err(fail("the value is empty"));
+        }
+        let sign = if cleaned.starts_with('-') { -1.0 } else { 1.0 };
+        let unsigned = cleaned.strip_prefix(['-', '+']).unwrap_or(&cleaned);
+        let python_float = |part: &str| {
+            parse_python_float(part).ok_or_else(|| {
+                fail(&format!(
+                    "could not convert string to float: {}",
+                    python_repr(part)
+                ))
+            })
+        };
+        if unsigned == ".inf" {
+            Ok(sign * f64::INFINITY)
+        } else if unsigned == ".nan" {
+            Ok(f64::NAN)
+        } else if unsigned.contains(':') {
+            let mut value = 0.0;
+            for part in unsigned.split(':') {
+                value = value * 60.0 + python_float(part)?;
+            }
+            Ok(sign * value)
+        } else {
+            Ok(sign * python_float(unsigned)?)
+        }
+    }
+
+    fn binary(&self, index: usize) -> Result<Vec<u8>> {
+        let raw = &self.nodes[index];
+        let text = self.scalar_text(index)?;
+        if let Some(character) = text.chars().find(|character| !character.is_ascii()) {
+            return Err(Error::new(
+                ErrorKind::InvalidTaggedValue,
+                format!(
+                    "failed to convert base64 data into ascii: found {}",
+                    python_repr(&character.to_string())
+                ),
+                raw.error_span(),
+            ));
+        }
+        crate::base64::decode_lenient(text.as_bytes()).map_err(|message| {
+            Error::new(
+                ErrorKind::InvalidTaggedValue,
+                format!("failed to decode base64 data: {message}"),
+                raw.error_span(),
+            )
+        })
+    }
+
+    fn sequence(&self, index: usize, alias: Option<Span>) -> Result<Vec<Node>> {
+        let raw = &self.nodes[index];
+        let Content::Sequence(items) = &raw.content else {
+            return Err(expected(raw, "a sequence node"));
+        };
+        items.iter().map(|item| self.object(*item, alias)).collect()
+    }
+
+    /// PyYAML's `construct_mapping`: flatten merges, then build keys and values; keys must be
+    /// hashable in Python.
+    fn mapping(&self, index: usize, alias: Option<Span>) -> Result<Vec<(Node, Node)>> {
+        let raw = &self.nodes[index];
+        if !matches!(raw.content, Content::Mapping(_)) {
+            return Err(expected(raw, "a mapping node"));
+        }
+        let mut entries = Vec::new();
+        for entry in self.flatten(index)? {
+            let entry_alias = alias.or(entry.alias);
+            let key_raw = &self.nodes[entry.key.node];
+            let key = if key_raw.tag == RawTag::Standard(Tag::Value) {
+                // flatten_mapping retags `=` keys as strings.
+                let text = self.scalar_text(entry.key.node)?.to_owned();
+                Node {
+                    value: Value::Str(text),
+                    span: key_raw.span,
+                    alias: entry_alias.or(entry.key.alias),
+                    style: key_raw.style,
+                    tag: Tag::Str,
+                }
+            } else {
+                self.object(entry.key, entry_alias)?
+            };
+            if matches!(key.value, Value::Seq(_) | Value::Map(_)) {
+                return Err(Error::new(
+                    ErrorKind::UnhashableKey,
+                    "found unhashable key",
+                    key_raw.error_span(),
+                )
+                .with_context("while constructing a mapping", Span::point(raw.start)));
+            }
+            let value = self.object(entry.value, entry_alias)?;
+            entries.push((key, value));
+        }
+        Ok(entries)
+    }
+
+    /// PyYAML's `flatten_mapping`: entries of merged mappings first, then the explicit ones.
+    fn flatten(&self, index: usize) -> Result<Vec<Entry>> {
+        let raw = &self.nodes[index];
+        let Content::Mapping(pairs) = &raw.content else {
+            return Ok(Vec::new());
+        };
+        let merge_error = |found: &RawNode, message: String| {
+            Error::new(ErrorKind::InvalidMerge, message, found.error_span())
+                .with_context("while constructing a mapping", Span::point(raw.start))
+        };
+        let mut merged = Vec::new();
+        let mut explicit = Vec::with_capacity(pairs.len());
+        for (key, value) in pairs {
+            if self.nodes[key.node].tag != RawTag::Standard(Tag::Merge) {
+                explicit.push(Entry {
+                    key: *key,
+                    value: *value,
+                    alias: None,
+                });
+                continue;
+            }
+            let value_raw = &self.nodes[value.node];
+            match &value_raw.content {
+                Content::Mapping(_) => merged.extend(self.flatten_merged(*value)?),
+                Content::Sequence(items) => {
+                    let mut lists = Vec::with_capacity(items.len());
+                    for item in items {
+                        let item_raw = &self.nodes[item.node];
+                        if !matches!(item_raw.content, Content::Mapping(_)) {
+                            return Err(merge_error(
+                                item_raw,
+                                format!(
+                                    "expected a mapping for merging, but found {}",
+                                    item_raw.kind_name()
+                                ),
+                            ));
+                        }
+                        let item = Child {
+                            node: item.node,
+                            alias: value.alias.or(item.alias),
+                        };
+                        lists.push(self.flatten_merged(item)?);
+                    }
+                    // Later mappings go first, so that earlier ones override them in the dict.
+                    merged.extend(lists.into_iter().rev().flatten());
+                }
+                Content::Scalar(_) => {
+                    return Err(merge_error(
+                        value_raw,
+                        "expected a mapping or list of mappings for merging, but found scalar"
+                            .to_owned(),
+                    ));
+                }
+            }
+        }
+        merged.extend(explicit);
+        Ok(merged)
+    }
+
+    /// The flattened entries of a merged mapping, marked with the alias they came through.
+    fn flatten_merged(&self, mapping: Child) -> Result<Vec<Entry>> {
+        let mut entries = self.flatten(mapping.node)?;
+        if let Some(alias) = mapping.alias {
+            for entry in &mut entries {
+                entry.alias = Some(alias);
+            }
+        }
+        Ok(entries)
+    }
+
+    /// `!!set`: the distinct keys of a mapping, in first-seen order.
+    fn set(&self, index: usize, alias: Option<Span>) -> Result<Vec<Node>> {
+        let entries = self.mapping(index, alias)?;
+        let mut seen = std::collections::HashSet::new();
+        Ok(entries
+            .into_iter()
+            .filter_map(|(key, _)| match key.value.python_key() {
+                Some(python_key) => seen.insert(python_key).then_some(key),
+                None => Some(key),
+            })
+            .collect())
+    }
+
+    /// `!!omap` and `!!pairs`: a sequence of one-entry mappings, as `(key, value)` pairs.
+    fn pairs(&self, index: usize, alias: Option<Span>, context: &str) -> Result<Vec<Node>> {
+        let raw = &self.nodes[index];
+        let fail = |found: &RawNode, message: String| {
+            Error::new(ErrorKind::InvalidTaggedValue, message, found.error_span())
+                .with_context(context, Span::point(raw.start))
+        };
+        let Content::Sequence(items) = &raw.content else {
+            return Err(fail(
+                raw,
+                format!("expected a sequence, but found {}", raw.kind_name()),
+            ));
+        };
+        let mut result = Vec::with_capacity(items.len());
+        for item in items {
+            let item_raw = &self.nodes[item.node];
+            let Content::Mapping(entries) = &item_raw.content else {
+                return Err(fail(
+                    item_raw,
+                    format!(
+                        "expected a mapping of length 1, but found {}",
+                        item_raw.kind_name()
+                    ),
+                ));
+            };
+            let [(key, value)] = entries.as_slice() else {
+                return Err(fail(
+                    item_raw,
+                    format!(
+                        "expected a single mapping item, but found {} items",
+                        entries.len()
+                    ),
+                ));
+            };
+            let item_alias = alias.or(item.alias);
+            let pair = vec![
+                self.object(*key, item_alias)?,
+                self.object(*value, item_alias)?,
+            ];
+            result.push(Node {
+                value: Value::Seq(pair),
+                span: item_raw.span,
+                alias: item_alias,
+                style: item_raw.style,
+                tag: Tag::Seq,
+            });
+        }
+        Ok(result)
+    }
+}
+
+fn expected(raw: &RawNode, what: &str) -> Error {
+    Error::new(
+        ErrorKind::InvalidTaggedValue,
+        format!("expected {what}, but found {}", raw.kind_name()),
+        raw.error_span(),
+    )
+}
+
+fn invalid(raw: &RawNode, what: &str, text: &str, detail: &str) -> Error {
+    Error::new(
+        ErrorKind::InvalidTaggedValue,
+        format!("invalid {what} {}: {detail}", python_repr(text)),
+        raw.error_span(),
+    )
+}

@@ -94,7 +94,10 @@ pub(crate) fn compose(source: &str, limits: &Limits) -> Result<Option<Document>>
     let mut options = Options::default();
     options.emit_anchor_events = true;
     options.emit_unresolved_aliases = true;
-    options.emit_comments = false;
+    // Comment positions tell where PyYAML tolerates tabs (see `check_tabs`). granit buffers
+    // comments while looking ahead; the input size already bounds that buffer.
+    options.emit_comments = true;
+    options.max_buffered_comment_events = usize::MAX;
     // granit counts nesting differently from collections (block indentation levels), so give
     // it slack; `max_depth` itself is enforced below, and granit's limit only guards its stack.
     let parser_depth = limits.max_depth.saturating_add(2);
@@ -110,6 +113,7 @@ pub(crate) fn compose(source: &str, limits: &Limits) -> Result<Option<Document>>
         total_nodes: 0,
         root: None,
         documents: 0,
+        tab_regions: Vec::new(),
     };
     for item in Parser::new_from_str_with_options(source, options) {
         let (event, span) = item.map_err(|error| composer.scan_error(&error))?;
@@ -118,6 +122,7 @@ pub(crate) fn compose(source: &str, limits: &Limits) -> Result<Option<Document>>
         }
         composer.handle(event, &span)?;
     }
+    composer.check_tabs()?;
     Ok(composer.root.map(|root| Document {
         nodes: composer.nodes,
         root,
@@ -188,6 +193,14 @@ struct Composer<'source, 'limits> {
     total_nodes: usize,
     root: Option<usize>,
     documents: usize,
+    /// Where PyYAML accepts tab characters: comments, quoted scalars, block scalar content.
+    tab_regions: Vec<TabRegion>,
+}
+
+/// A byte range in which tabs are content; in block scalars only past the indentation.
+struct TabRegion {
+    range: std::ops::Range<usize>,
+    block_indent: Option<usize>,
 }
 
 impl Composer<'_, '_> {
@@ -207,6 +220,17 @@ impl Composer<'_, '_> {
                 // granit reports an omitted value as a plain "~" with an empty span; PyYAML
                 // sees an empty scalar, which matters for `!!str` and for the null resolver.
                 let omitted = style == ScalarStyle::Plain && span.is_empty();
+                let block_indent = match style {
+                    ScalarStyle::Plain => None,
+                    ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => Some(None),
+                    ScalarStyle::Literal | ScalarStyle::Folded => Some(Some(span.start.column - 1)),
+                };
+                if let Some(block_indent) = block_indent {
+                    self.tab_regions.push(TabRegion {
+                        range: span.byte_range(),
+                        block_indent,
+                    });
+                }
                 let text = if omitted {
                     String::new()
                 } else {
@@ -284,9 +308,54 @@ impl Composer<'_, '_> {
                 ))
             }
             Event::Anchor(id, name) => self.define_anchor(id, &name, span),
+            Event::Comment(..) => {
+                self.tab_regions.push(TabRegion {
+                    range: span.byte_range(),
+                    block_indent: None,
+                });
+                Ok(())
+            }
             // Stream and document boundaries carry no data; comments are switched off.
             _ => Ok(()),
         }
+    }
+
+    /// PyYAML's scanner only skips spaces between tokens and ends plain scalars at a tab, so a
+    /// tab anywhere but in a comment or a quoted or block scalar is an error; YAML 1.2 (and
+    /// granit) accept many of those tabs.
+    fn check_tabs(&mut self) -> Result<()> {
+        self.tab_regions.sort_by_key(|region| region.range.start);
+        let mut regions = self.tab_regions.iter().peekable();
+        for (offset, _) in self.source.match_indices('\t') {
+            while regions
+                .next_if(|region| region.range.end <= offset)
+                .is_some()
+            {}
+            let allowed = regions.peek().is_some_and(|region| {
+                region.range.contains(&offset)
+                    && region.block_indent.is_none_or(|indent| {
+                        let line_start = self.source[..offset]
+                            .rfind('\n')
+                            .map_or(0, |newline| newline + 1);
+                        let spaces = self.source[line_start..offset]
+                            .bytes()
+                            .take_while(|byte| *byte == b' ')
+                            .count();
+                        spaces >= indent
+                    })
+            });
+            if !allowed {
+                let start = crate::span::mark_at(self.source, offset);
+                let end = crate::span::mark_at(self.source, offset + 1);
+                return Err(Error::new(
+                    ErrorKind::Syntax,
+                    "found character '\\t' that cannot start any token",
+                    Span::new(start, end),
+                )
+                .with_context("while scanning for the next token", Span::point(start)));
+            }
+        }
+        Ok(())
     }
 
     fn start_document(&mut self, span: Span) -> Result<()> {

@@ -216,49 +216,13 @@ impl Composer<'_, '_> {
             .map(|tag| format!("{}{}", tag.handle(), tag.suffix()));
         match event {
             Event::DocumentStart(..) => self.start_document(span),
-            Event::Scalar(text, style, anchor_id, _) => {
-                // granit reports an omitted value as a plain "~" with an empty span; PyYAML
-                // sees an empty scalar, which matters for `!!str` and for the null resolver.
-                let omitted = style == ScalarStyle::Plain && span.is_empty();
-                let block_indent = match style {
-                    ScalarStyle::Plain => None,
-                    ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => Some(None),
-                    ScalarStyle::Literal | ScalarStyle::Folded => Some(Some(span.start.column - 1)),
-                };
-                if let Some(block_indent) = block_indent {
-                    self.tab_regions.push(TabRegion {
-                        range: span.byte_range(),
-                        block_indent,
-                    });
-                }
-                let text = if omitted {
-                    String::new()
-                } else {
-                    text.into_owned()
-                };
-                let tag = match full_tag.as_deref() {
-                    None if style == ScalarStyle::Plain => RawTag::Standard(resolve_plain(&text)),
-                    None => RawTag::Standard(Tag::Str),
-                    // The non-specific tag `!` turns implicit resolution on, even when quoted.
-                    Some("!") => RawTag::Standard(resolve_plain(&text)),
-                    Some(uri) => standard_or_other(uri),
-                };
-                let style = match style {
-                    ScalarStyle::Plain => Style::Plain,
-                    ScalarStyle::SingleQuoted => Style::SingleQuoted,
-                    ScalarStyle::DoubleQuoted => Style::DoubleQuoted,
-                    ScalarStyle::Literal => Style::Literal,
-                    ScalarStyle::Folded => Style::Folded,
-                };
-                let node = NewNode {
-                    content: Content::Scalar(text),
-                    span,
-                    start,
-                    tag,
-                    style,
-                };
-                self.add_node(node, anchor_id).map(drop)
-            }
+            Event::Scalar(text, style, anchor_id, _) => self.add_scalar(
+                text.into_owned(),
+                style,
+                full_tag.as_deref(),
+                anchor_id,
+                (span, start),
+            ),
             Event::SequenceStart(structure, anchor_id, _) => {
                 let style = match structure {
                     StructureStyle::Block => Style::BlockSequence,
@@ -318,6 +282,53 @@ impl Composer<'_, '_> {
             // Stream and document boundaries carry no data; comments are switched off.
             _ => Ok(()),
         }
+    }
+
+    fn add_scalar(
+        &mut self,
+        text: String,
+        style: ScalarStyle,
+        full_tag: Option<&str>,
+        anchor_id: usize,
+        (span, start): (Span, Mark),
+    ) -> Result<()> {
+        // granit reports an omitted value as a plain "~" with an empty span; PyYAML
+        // sees an empty scalar, which matters for `!!str` and for the null resolver.
+        let omitted = style == ScalarStyle::Plain && span.is_empty();
+        let block_indent = match style {
+            ScalarStyle::Plain => None,
+            ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => Some(None),
+            ScalarStyle::Literal | ScalarStyle::Folded => Some(Some(span.start.column - 1)),
+        };
+        if let Some(block_indent) = block_indent {
+            self.tab_regions.push(TabRegion {
+                range: span.byte_range(),
+                block_indent,
+            });
+        }
+        let text = if omitted { String::new() } else { text };
+        let tag = match full_tag {
+            None if style == ScalarStyle::Plain => RawTag::Standard(resolve_plain(&text)),
+            None => RawTag::Standard(Tag::Str),
+            // The non-specific tag `!` turns implicit resolution on, even when quoted.
+            Some("!") => RawTag::Standard(resolve_plain(&text)),
+            Some(uri) => standard_or_other(uri),
+        };
+        let style = match style {
+            ScalarStyle::Plain => Style::Plain,
+            ScalarStyle::SingleQuoted => Style::SingleQuoted,
+            ScalarStyle::DoubleQuoted => Style::DoubleQuoted,
+            ScalarStyle::Literal => Style::Literal,
+            ScalarStyle::Folded => Style::Folded,
+        };
+        let node = NewNode {
+            content: Content::Scalar(text),
+            span,
+            start,
+            tag,
+            style,
+        };
+        self.add_node(node, anchor_id).map(drop)
     }
 
     /// PyYAML's scanner only skips spaces between tokens and ends plain scalars at a tab, so a

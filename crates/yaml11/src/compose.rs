@@ -91,7 +91,13 @@ pub(crate) fn compose(source: &str, limits: &Limits) -> Result<Option<Document>>
         ));
     }
     check_printable(source)?;
+    check_line_breaks(source)?;
+    check_leading_document_end(source)?;
     let mut options = Options::default();
+    // PyYAML (through libyaml's rules) keeps a BOM inside a document as content, and ends a
+    // block scalar that runs to the end of input without adding a line feed.
+    options.bom_inside_document_as_content = true;
+    options.block_scalar_eof_without_line_feed = true;
     options.emit_anchor_events = true;
     options.emit_unresolved_aliases = true;
     // Comment positions tell where PyYAML tolerates tabs (see `check_tabs`). granit buffers
@@ -174,6 +180,54 @@ fn check_printable(source: &str) -> Result<()> {
         ),
         Span::new(start, end),
     ))
+}
+
+/// YAML 1.1 also breaks lines at NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR; granit-parser
+/// (YAML 1.2) reads them as ordinary characters, so the same text would silently load to
+/// different values. Refusing them is the honest choice; they do not occur in real files.
+fn check_line_breaks(source: &str) -> Result<()> {
+    let Some((offset, character)) = source
+        .char_indices()
+        .find(|(_, character)| matches!(character, '\u{85}' | '\u{2028}' | '\u{2029}'))
+    else {
+        return Ok(());
+    };
+    let start = crate::span::mark_at(source, offset);
+    let end = crate::span::mark_at(source, offset + character.len_utf8());
+    Err(Error::new(
+        ErrorKind::Syntax,
+        format!(
+            "unsupported line break character #x{:04x}: YAML 1.1 reads it as a line break, use a plain line feed instead",
+            u32::from(character)
+        ),
+        Span::new(start, end),
+    ))
+}
+
+/// PyYAML only skips `...` markers between documents; one before the first document is an
+/// error there, while granit reads it as an empty stream.
+fn check_leading_document_end(source: &str) -> Result<()> {
+    let mut offset = usize::from(source.starts_with('\u{feff}')) * '\u{feff}'.len_utf8();
+    for line in source[offset..].split_inclusive('\n') {
+        let content = line.trim_start_matches(' ');
+        let is_blank_or_comment = content.trim_end().is_empty() || content.starts_with('#');
+        if !is_blank_or_comment {
+            let is_document_end =
+                line.starts_with("...") && line[3..].chars().next().is_none_or(char::is_whitespace);
+            if !is_document_end {
+                return Ok(());
+            }
+            let start = crate::span::mark_at(source, offset);
+            let end = crate::span::mark_at(source, offset + 3);
+            return Err(Error::new(
+                ErrorKind::Syntax,
+                "expected the node content, but found a document end marker",
+                Span::new(start, end),
+            ));
+        }
+        offset += line.len();
+    }
+    Ok(())
 }
 
 /// Whether PyYAML's scanner accepts `character` in an anchor or alias name.
@@ -306,6 +360,26 @@ impl Composer<'_, '_> {
                 block_indent,
             });
         }
+        if omitted && anchor_id == 0 && full_tag.is_none() {
+            self.check_empty_key(span)?;
+        }
+        if matches!(style, ScalarStyle::Literal | ScalarStyle::Folded)
+            && self.stack.is_empty()
+            && !text.is_empty()
+            && span.start.column == 1
+            && self.source[span.start.offset..]
+                .chars()
+                .next()
+                .is_some_and(|first| !first.is_whitespace())
+        {
+            // PyYAML indents a top-level block scalar by at least one space; text in the first
+            // column ends it, and what follows is not part of the document.
+            return Err(Error::new(
+                ErrorKind::Syntax,
+                "expected the block scalar's text to be indented",
+                Span::point(span.start),
+            ));
+        }
         let text = if omitted { String::new() } else { text };
         let tag = match full_tag {
             None if style == ScalarStyle::Plain => RawTag::Standard(resolve_plain(&text)),
@@ -329,6 +403,27 @@ impl Composer<'_, '_> {
             style,
         };
         self.add_node(node, anchor_id).map(drop)
+    }
+
+    /// PyYAML refuses a `:` with nothing before it in key position (`: value`, `{: value}`),
+    /// which YAML 1.2 reads as an empty key; an explicit `?` key may still be empty.
+    fn check_empty_key(&self, span: Span) -> Result<()> {
+        let in_key_position = self.stack.last().is_some_and(|(parent, pending_key)| {
+            pending_key.is_none() && matches!(self.nodes[*parent].content, Content::Mapping(_))
+        });
+        let at_colon = self.source.as_bytes().get(span.start.offset) == Some(&b':');
+        if !in_key_position || !at_colon {
+            return Ok(());
+        }
+        let before = self.source[..span.start.offset].trim_end_matches([' ', '\t', '\r', '\n']);
+        if before.ends_with('?') {
+            return Ok(());
+        }
+        Err(Error::new(
+            ErrorKind::Syntax,
+            "expected a key before ':' (an empty key needs an explicit '?')",
+            Span::point(span.start),
+        ))
     }
 
     /// PyYAML's scanner only skips spaces between tokens and ends plain scalars at a tab, so a

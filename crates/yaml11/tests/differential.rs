@@ -386,6 +386,20 @@ const SCALARS: &[&str] = &[
 
 /// Whole documents: structure, merges, anchors, tags on collections, and errors.
 const DOCUMENTS: &[&str] = &[
+    ": v\n",
+    "{: v}\n",
+    "[: v]\n",
+    "?\n: v\n",
+    "a: 1\n: v\n",
+    "...\n",
+    "# c\n...\n",
+    "a\n...\n",
+    "key: |\n  text without final newline",
+    "key: >\n  folded\n  at end",
+    "|\n  top-level block",
+    "|\nNo\n",
+    "|\n",
+    "a: x\u{feff}y\n",
     "x: a b\tc\n",
     "x: a\t\n",
     "x: \"a\tb\"\n",

@@ -330,6 +330,28 @@ fn special_characters_are_refused_before_parsing() {
 }
 
 #[test]
+fn yaml_1_1_line_breaks_are_refused_rather_than_misread() {
+    for separator in ['\u{85}', '\u{2028}', '\u{2029}'] {
+        let error = load_error(&format!("a: 1{separator}b: 2\n"));
+        assert_eq!(error.kind, ErrorKind::Syntax);
+        assert_eq!((error.span.start.line, error.span.start.column), (1, 5));
+        assert!(
+            error
+                .message
+                .starts_with("unsupported line break character")
+        );
+    }
+}
+
+#[test]
+fn empty_implicit_keys_are_refused_like_pyyaml() {
+    assert_eq!(load_error(": value\n").kind, ErrorKind::Syntax);
+    assert_eq!(load_error("{: value}\n").kind, ErrorKind::Syntax);
+    let explicit = root("?\n: value\n");
+    assert_eq!(map(&explicit).entries()[0].0.value, Value::Null);
+}
+
+#[test]
 fn more_than_one_document_is_an_error() {
     let error = load_error("a: 1\n---\nb: 2\n");
     assert_eq!(error.kind, ErrorKind::MultipleDocuments);

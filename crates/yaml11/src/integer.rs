@@ -175,9 +175,21 @@ pub(crate) fn parse_python_int(text: &str, base: u32) -> Result<Integer, Integer
             digits.len()
         )));
     }
+    // Digits go in by chunks whose value fits a `u32` (base^chunk < 2^32), which keeps long
+    // hexadecimal and binary literals linear per limb instead of per digit.
+    let chunk = match base {
+        2 => 31,
+        8 => 10,
+        16 => 7,
+        _ => 9,
+    };
     let mut magnitude = BigUnsigned::default();
-    for digit in digits {
-        magnitude.multiply_add(base, u32::from(digit));
+    for group in digits.chunks(chunk) {
+        let value = group
+            .iter()
+            .fold(0_u32, |value, digit| value * base + u32::from(*digit));
+        let factor = (0..group.len()).fold(1_u32, |factor, _| factor * base);
+        magnitude.multiply_add(factor, value);
         if magnitude.exceeds_printable() {
             return Err(too_large());
         }

@@ -6,6 +6,8 @@
 //! is constructed again at each use, which costs at most [`crate::Limits::max_nodes`] nodes
 //! because `compose` counted every expansion.
 
+use std::collections::VecDeque;
+
 use crate::compose::{Child, Content, Document, RawNode, RawTag};
 use crate::error::{Error, ErrorKind, Result};
 use crate::float::parse_python_float;
@@ -16,16 +18,18 @@ use crate::value::{Mapping, Node, Tag, Value};
 
 /// Constructs the root node of `document`.
 pub(crate) fn construct(document: &Document) -> Result<Node> {
-    Constructor {
+    let constructor = Constructor {
         nodes: &document.nodes,
-    }
-    .object(
-        Child {
-            node: document.root,
-            alias: None,
-        },
-        None,
-    )
+    };
+    let root = Child {
+        node: document.root,
+        alias: None,
+    };
+    constructor.object(root, None).map_err(|error| {
+        constructor
+            .first_error_in_pyyaml_order(document.root)
+            .unwrap_or(error)
+    })
 }
 
 /// A mapping entry after merging; `alias` is the outermost alias the entry came through.
@@ -41,6 +45,105 @@ struct Constructor<'document> {
 }
 
 impl Constructor<'_> {
+    /// The error PyYAML would report first. PyYAML fills collections breadth-first (its
+    /// constructors are generators, run one generation after another), while `object` works
+    /// depth-first; when a document has several errors, this walk finds PyYAML's. It only
+    /// runs once construction has failed, so valid documents pay nothing for it.
+    fn first_error_in_pyyaml_order(&self, root: usize) -> Option<Error> {
+        let mut visited = vec![false; self.nodes.len()];
+        let mut pending = VecDeque::new();
+        let mut result = self.visit(root, &mut visited, &mut pending);
+        while result.is_ok()
+            && let Some(index) = pending.pop_front()
+        {
+            result = self.fill(index, &mut visited, &mut pending);
+        }
+        result.err()
+    }
+
+    /// PyYAML's `construct_object`: scalars are built at once, collections are queued.
+    fn visit(
+        &self,
+        index: usize,
+        visited: &mut [bool],
+        pending: &mut VecDeque<usize>,
+    ) -> Result<()> {
+        if std::mem::replace(&mut visited[index], true) {
+            return Ok(());
+        }
+        match self.nodes[index].tag {
+            RawTag::Standard(Tag::Seq | Tag::Map | Tag::Set | Tag::Omap | Tag::Pairs) => {
+                pending.push_back(index);
+                Ok(())
+            }
+            _ => self
+                .object(
+                    Child {
+                        node: index,
+                        alias: None,
+                    },
+                    None,
+                )
+                .map(drop),
+        }
+    }
+
+    /// The body of PyYAML's generator constructor for a queued collection.
+    fn fill(
+        &self,
+        index: usize,
+        visited: &mut [bool],
+        pending: &mut VecDeque<usize>,
+    ) -> Result<()> {
+        let raw = &self.nodes[index];
+        match raw.tag {
+            RawTag::Standard(Tag::Seq) => {
+                let Content::Sequence(items) = &raw.content else {
+                    return Err(expected(raw, "a sequence node"));
+                };
+                items
+                    .iter()
+                    .try_for_each(|item| self.visit(item.node, visited, pending))
+            }
+            RawTag::Standard(Tag::Omap | Tag::Pairs) => {
+                // Shape errors come from `pairs` itself; elements are then visited in order.
+                let Content::Sequence(items) = &raw.content else {
+                    return self.pairs(index, None, "").map(drop);
+                };
+                for item in items {
+                    let Content::Mapping(entries) = &self.nodes[item.node].content else {
+                        return self.pairs(index, None, "").map(drop);
+                    };
+                    let [(key, value)] = entries.as_slice() else {
+                        return self.pairs(index, None, "").map(drop);
+                    };
+                    self.visit(key.node, visited, pending)?;
+                    self.visit(value.node, visited, pending)?;
+                }
+                Ok(())
+            }
+            _ => {
+                if !matches!(raw.content, Content::Mapping(_)) {
+                    return Err(expected(raw, "a mapping node"));
+                }
+                for entry in self.flatten(index)? {
+                    let key_raw = &self.nodes[entry.key.node];
+                    if key_raw.tag == RawTag::Standard(Tag::Value) {
+                        self.scalar_text(entry.key.node)?;
+                    } else {
+                        self.visit(entry.key.node, visited, pending)?;
+                    }
+                    // These tags build lists, dicts and sets, which Python cannot hash.
+                    if is_collection(&key_raw.tag) {
+                        return Err(unhashable(key_raw, raw));
+                    }
+                    self.visit(entry.value.node, visited, pending)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
     fn object(&self, child: Child, inherited_alias: Option<Span>) -> Result<Node> {
         let raw = &self.nodes[child.node];
         let alias = inherited_alias.or(child.alias);
@@ -247,12 +350,7 @@ impl Constructor<'_> {
                 self.object(entry.key, entry_alias)?
             };
             if matches!(key.value, Value::Seq(_) | Value::Map(_)) {
-                return Err(Error::new(
-                    ErrorKind::UnhashableKey,
-                    "found unhashable key",
-                    key_raw.error_span(),
-                )
-                .with_context("while constructing a mapping", Span::point(raw.start)));
+                return Err(unhashable(key_raw, raw));
             }
             let value = self.object(entry.value, entry_alias)?;
             entries.push((key, value));
@@ -392,6 +490,23 @@ impl Constructor<'_> {
         }
         Ok(result)
     }
+}
+
+/// Whether the tag builds a collection (filled later by PyYAML's generator constructors).
+fn is_collection(tag: &RawTag) -> bool {
+    matches!(
+        tag,
+        RawTag::Standard(Tag::Seq | Tag::Map | Tag::Set | Tag::Omap | Tag::Pairs)
+    )
+}
+
+fn unhashable(key: &RawNode, mapping: &RawNode) -> Error {
+    Error::new(
+        ErrorKind::UnhashableKey,
+        "found unhashable key",
+        key.error_span(),
+    )
+    .with_context("while constructing a mapping", Span::point(mapping.start))
 }
 
 fn expected(raw: &RawNode, what: &str) -> Error {

@@ -39,26 +39,38 @@
 //!
 //! # Known divergences from PyYAML
 //!
-//! - Syntax is granit-parser's YAML 1.2 grammar. On well-formed documents the two agree; on
-//!   malformed ones the error message and position come from granit-parser, and a few
-//!   documents only one of them accepts (for example tab characters in some indentation
-//!   positions, or `\x85`, `\u2028` and `\u2029`, which YAML 1.1 treats as line breaks).
-//!   Error positions of syntax errors can differ from PyYAML's.
+//! Values, and the positions of composition and construction errors, match PyYAML on every
+//! document of the differential test (`tests/differential.rs`). Differences remain where
+//! granit-parser's YAML 1.2 grammar and PyYAML's 1.1 scanner part ways; they were found by
+//! fuzzing both with the same token soup and only concern unusual or malformed text:
+//!
+//! - Syntax error messages and positions are granit-parser's. When a document has both a
+//!   syntax error and a composition error (say an undefined alias just before a stray `]`),
+//!   the two libraries may report different ones.
+//! - `\u{85}`, `\u{2028}` and `\u{2029}` are line breaks in YAML 1.1 only; documents
+//!   containing them are refused rather than read differently.
+//! - PyYAML lets a comment follow a quoted scalar without a space (`"a"# c`); granit-parser
+//!   refuses it. PyYAML reads a tag as running into `]` or `,` (`[!!str]`); granit-parser ends
+//!   it there.
+//! - A top-level block scalar whose text starts in the first column is refused (PyYAML reads
+//!   an empty string when the rest is comments, and fails otherwise). A byte-order mark at the
+//!   start of a later line of the document prefix is skipped (PyYAML keeps it as content).
+//!   A few other malformed documents that PyYAML accepts are refused.
 //! - A recursive alias (`&a [*a]`) is an error here; PyYAML builds a self-referencing list.
 //! - Escaped lone surrogates in double-quoted strings (`"\uD800"`) are an error here; Python
 //!   strings can hold them, Rust strings cannot.
-//! - PyYAML builds collections breadth-first (its generator-based constructors), this crate
-//!   depth-first, so when a document contains several construction errors the one reported
-//!   may differ. Documents with at most one error report the same one.
-//! - Python's own errors during construction (`ValueError` from `datetime`, `KeyError` from
-//!   `!!bool`) become [`ErrorKind::InvalidTaggedValue`] with Python's message.
+//! - Python's own exceptions during construction (`ValueError` from `datetime` or `int()`,
+//!   `KeyError` from `!!bool`) become [`ErrorKind::InvalidTaggedValue`] with Python's message
+//!   and the node's position.
 //! - `!!int` accepts ASCII digits only (Python's `int()` also takes other Unicode digits), and
-//!   refuses integers of more than 4300 decimal digits even in hexadecimal, binary or octal
-//!   (Python builds them but cannot print them).
+//!   refuses integers of more than 4300 decimal digits even when written in hexadecimal,
+//!   binary or octal (Python builds those but cannot print them), and huge sexagesimal values
+//!   with a signed part.
 //! - `!!set` keeps its elements in first-seen order (Python orders a set by hash);
 //!   `!!omap` and `!!pairs` are sequences of two-element sequences (Python: lists of tuples).
-//! - Nesting deeper than [`Limits::max_depth`] is refused; PyYAML only stops at Python's
-//!   recursion limit.
+//! - The [`Limits`] refuse what PyYAML would try to load: nesting deeper than
+//!   [`Limits::max_depth`] (PyYAML stops at Python's recursion limit), more nodes than
+//!   [`Limits::max_nodes`] after alias expansion, more bytes than [`Limits::max_bytes`].
 
 // `Error` keeps its spans and context inline so callers can match on its public fields; errors
 // end a load, so their size never matters for speed.

@@ -524,3 +524,190 @@ fn invalid(raw: &RawNode, what: &str, text: &str, detail: &str) -> Error {
         raw.error_span(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{ErrorKind, Limits, Node, Value, load};
+
+    fn node(source: &str) -> Node {
+        match load(source, &Limits::default()) {
+            Ok(Some(node)) => node,
+            other => panic!("{source:?} did not load: {other:?}"),
+        }
+    }
+
+    fn shown(source: &str) -> String {
+        match load(source, &Limits::default()) {
+            Ok(Some(node)) => node
+                .value
+                .python_str()
+                .unwrap_or_else(|| "<collection>".to_owned()),
+            Ok(None) => "<empty>".to_owned(),
+            Err(error) => format!("{:?}: {}", error.kind, error.message),
+        }
+    }
+
+    fn items(source: &str) -> Vec<String> {
+        node(source)
+            .value
+            .as_seq()
+            .unwrap_or_default()
+            .iter()
+            .map(|item| match &item.value {
+                Value::Seq(pair) => pair
+                    .iter()
+                    .map(|part| part.value.python_str().unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join("="),
+                value => value.python_str().unwrap_or_default(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn null_accepts_any_scalar_text() {
+        assert_eq!(shown("!!null foo"), "None");
+        assert_eq!(
+            shown("!!null [1]"),
+            "InvalidTaggedValue: expected a scalar node, but found sequence"
+        );
+    }
+
+    #[test]
+    fn bool_accepts_any_case_of_the_yaml_1_1_words() {
+        assert_eq!(shown("!!bool YeS"), "True");
+        assert_eq!(shown("!!bool oFF"), "False");
+        assert!(shown("!!bool y").starts_with("InvalidTaggedValue: invalid boolean 'y'"));
+    }
+
+    #[test]
+    fn int_follows_construct_yaml_int() {
+        assert_eq!(shown("!!int '0x_1F'"), "31");
+        assert_eq!(shown("!!int '-0b1_01'"), "-5");
+        assert_eq!(shown("!!int '0o17'"), "15");
+        assert_eq!(shown("!!int '017'"), "15");
+        assert_eq!(shown("!!int '--5'"), "5");
+        assert_eq!(shown("!!int '-1:30'"), "-90");
+        assert_eq!(shown("!!int '1:-30'"), "30");
+        assert_eq!(
+            shown("-0x8000_0000_0000_0000_0000_0000_0000_0001"),
+            "-170141183460469231731687303715884105729"
+        );
+        assert!(shown("!!int '09'").starts_with(
+            "InvalidTaggedValue: invalid integer '09': invalid literal for int() with base 8"
+        ));
+        assert!(shown("!!int ''").starts_with("InvalidTaggedValue"));
+    }
+
+    #[test]
+    fn float_follows_construct_yaml_float() {
+        assert_eq!(shown("!!float '1_0.5'"), "10.5");
+        assert_eq!(shown("!!float 1e3"), "1000.0");
+        assert_eq!(shown("!!float '-.INF'"), "-inf");
+        assert_eq!(shown("!!float '1:30.5'"), "90.5");
+        assert_eq!(shown("!!float 7"), "7.0");
+        assert!(shown("!!float abc").starts_with("InvalidTaggedValue: invalid float 'abc'"));
+    }
+
+    #[test]
+    fn str_keeps_the_text() {
+        assert_eq!(shown("!!str 010"), "010");
+        assert_eq!(shown("!!str {=: inner}"), "inner");
+        assert_eq!(
+            shown("!!str {a: b}"),
+            "InvalidTaggedValue: expected a scalar node, but found mapping"
+        );
+    }
+
+    #[test]
+    fn binary_decodes_base64_leniently() {
+        assert_eq!(shown("!!binary |\n  aGVs\n  bG8=\n"), "b'hello'");
+        assert_eq!(
+            shown("!!binary 'aGVsbG8'"),
+            "InvalidTaggedValue: failed to decode base64 data: Incorrect padding"
+        );
+        assert!(
+            shown("!!binary 'é'")
+                .starts_with("InvalidTaggedValue: failed to convert base64 data into ascii")
+        );
+    }
+
+    #[test]
+    fn timestamp_builds_dates_and_datetimes() {
+        assert_eq!(shown("!!timestamp 2001-1-2"), "2001-01-02");
+        assert_eq!(
+            shown("2001-12-14t21:59:43.10-05:00"),
+            "2001-12-14 21:59:43.100000-05:00"
+        );
+        assert!(shown("!!timestamp nope").starts_with("InvalidTaggedValue"));
+    }
+
+    #[test]
+    fn seq_and_map_require_matching_nodes() {
+        assert_eq!(items("!!seq [a, 1]"), ["a", "1"]);
+        assert_eq!(
+            shown("!!seq {a: 1}"),
+            "InvalidTaggedValue: expected a sequence node, but found mapping"
+        );
+        assert_eq!(
+            shown("!!map [a]"),
+            "InvalidTaggedValue: expected a mapping node, but found sequence"
+        );
+    }
+
+    #[test]
+    fn set_keeps_distinct_keys_in_first_seen_order() {
+        assert_eq!(items("!!set {b, a, b, 1, 1.0, true}"), ["b", "a", "1"]);
+        assert_eq!(
+            load("!!set {[a]: 1}", &Limits::default()).map_err(|error| error.kind),
+            Err(ErrorKind::UnhashableKey)
+        );
+    }
+
+    #[test]
+    fn omap_and_pairs_become_sequences_of_pairs() {
+        assert_eq!(items("!!omap [a: 1, b: 2]"), ["a=1", "b=2"]);
+        assert_eq!(items("!!pairs [a: 1, a: 2]"), ["a=1", "a=2"]);
+        assert_eq!(
+            shown("!!omap [a: 1, {b: 2, c: 3}]"),
+            "InvalidTaggedValue: expected a single mapping item, but found 2 items"
+        );
+        assert_eq!(
+            shown("!!pairs {a: 1}"),
+            "InvalidTaggedValue: expected a sequence, but found mapping"
+        );
+        assert_eq!(
+            shown("!!omap [x]"),
+            "InvalidTaggedValue: expected a mapping of length 1, but found scalar"
+        );
+    }
+
+    #[test]
+    fn value_keys_are_strings_but_value_nodes_have_no_constructor() {
+        let mapping = node("=: 1\n");
+        let keys: Vec<_> = mapping
+            .value
+            .as_map()
+            .map(|map| map.entries().len())
+            .into_iter()
+            .collect();
+        assert_eq!(keys, [1]);
+        assert_eq!(
+            mapping
+                .value
+                .as_map()
+                .and_then(|map| map.get("="))
+                .and_then(|value| value.value.python_str())
+                .as_deref(),
+            Some("1")
+        );
+        assert_eq!(
+            load("- =\n", &Limits::default()).map_err(|error| error.kind),
+            Err(ErrorKind::UnknownTag)
+        );
+        assert_eq!(
+            load("- <<\n", &Limits::default()).map_err(|error| error.kind),
+            Err(ErrorKind::UnknownTag)
+        );
+    }
+}

@@ -92,6 +92,15 @@ mod tests {
     use crate::span::Mark;
 
     #[test]
+    fn is_a_standard_error() {
+        fn source_of(error: &dyn std::error::Error) -> Option<&dyn std::error::Error> {
+            error.source()
+        }
+        let error = Error::new(ErrorKind::Syntax, "bad", Span::default());
+        assert!(source_of(&error).is_none());
+    }
+
+    #[test]
     fn display_shows_context_then_message_with_positions() {
         let at = |line| {
             Span::point(Mark {

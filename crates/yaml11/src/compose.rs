@@ -501,24 +501,41 @@ impl Composer<'_, '_> {
         Span::new(self.mark(&span.start), self.mark(&span.end))
     }
 
+    /// Converts a granit-parser error, in PyYAML's words for the errors users meet most.
     fn scan_error(&self, error: &ScanError) -> Error {
-        let mark = self.mark(error.marker());
-        let kind = match error.kind() {
-            granit_parser::ErrorKind::RecursionLimitExceeded => {
-                ErrorKind::LimitExceeded(Limit::Depth)
-            }
-            _ => ErrorKind::Syntax,
-        };
-        let message = match kind {
-            ErrorKind::LimitExceeded(_) => {
+        use granit_parser::ErrorKind as Scan;
+        let at = Span::point(self.mark(error.marker()));
+        let next_token = |character: char| {
+            Error::new(
+                ErrorKind::Syntax,
                 format!(
-                    "the document nests collections deeper than the limit of {} levels",
-                    self.limits.max_depth
-                )
-            }
-            _ => error.info(),
+                    "found character {} that cannot start any token",
+                    crate::integer::python_repr(&character.to_string())
+                ),
+                at,
+            )
+            .with_context("while scanning for the next token", at)
         };
-        Error::new(kind, message, Span::point(mark))
+        match error.kind() {
+            Scan::RecursionLimitExceeded => self.depth_error(at),
+            Scan::UnexpectedCharacter { character } => next_token(*character),
+            Scan::TabNotAllowed | Scan::TabInBlockIndentation | Scan::TabInIndentation => {
+                next_token('\t')
+            }
+            Scan::MappingValueNotAllowed => {
+                Error::new(ErrorKind::Syntax, "mapping values are not allowed here", at)
+            }
+            Scan::UnclosedQuotedScalar => {
+                let end = crate::span::mark_at(self.source, self.source.len());
+                Error::new(
+                    ErrorKind::Syntax,
+                    "found unexpected end of stream",
+                    Span::point(end),
+                )
+                .with_context("while scanning a quoted scalar", at)
+            }
+            _ => Error::new(ErrorKind::Syntax, error.info(), at),
+        }
     }
 
     fn count(&mut self, added: usize, span: Span) -> Result<()> {

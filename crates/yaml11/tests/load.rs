@@ -307,6 +307,35 @@ fn syntax_errors_carry_positions() {
 }
 
 #[test]
+fn common_syntax_errors_read_as_pyyaml_reports_them() {
+    let reserved = load_error("schedule: @daily\n");
+    assert_eq!(
+        reserved.message,
+        "found character '@' that cannot start any token"
+    );
+    assert_eq!(
+        (reserved.span.start.line, reserved.span.start.column),
+        (1, 11)
+    );
+    assert_eq!(
+        reserved.context.map(|(context, _)| context).as_deref(),
+        Some("while scanning for the next token")
+    );
+    let nested = load_error("a: b: c\n");
+    assert_eq!(nested.message, "mapping values are not allowed here");
+    assert_eq!((nested.span.start.line, nested.span.start.column), (1, 5));
+    let unclosed = load_error("a: \"open\nb: 2\n");
+    assert_eq!(unclosed.message, "found unexpected end of stream");
+    assert_eq!(unclosed.span.start.line, 3);
+    assert_eq!(
+        unclosed
+            .context
+            .map(|(context, span)| (context, span.start.line, span.start.column)),
+        Some(("while scanning a quoted scalar".to_owned(), 1, 4))
+    );
+}
+
+#[test]
 fn tabs_between_tokens_are_refused_like_pyyaml() {
     let error = load_error("a: 1\nb:\t2\n");
     assert_eq!(error.kind, ErrorKind::Syntax);

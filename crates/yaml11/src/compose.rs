@@ -112,7 +112,9 @@ pub(crate) fn compose(source: &str, limits: &Limits) -> Result<Option<Document>>
     let mut composer = Composer {
         source,
         limits,
-        nodes: Vec::new(),
+        // Growing a vector of large nodes re-copies it; realistic files have at least about
+        // eight bytes per node, so this usually avoids every reallocation.
+        nodes: Vec::with_capacity((source.len() / 8).min(limits.max_nodes) + 1),
         stack: Vec::new(),
         anchors_by_id: HashMap::new(),
         anchor_names: HashMap::new(),

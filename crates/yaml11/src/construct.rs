@@ -106,17 +106,8 @@ impl Constructor<'_> {
                     .try_for_each(|item| self.visit(item.node, visited, pending))
             }
             RawTag::Standard(Tag::Omap | Tag::Pairs) => {
-                // Shape errors come from `pairs` itself; elements are then visited in order.
-                let Content::Sequence(items) = &raw.content else {
-                    return self.pairs(index, None, "").map(drop);
-                };
-                for item in items {
-                    let Content::Mapping(entries) = &self.nodes[item.node].content else {
-                        return self.pairs(index, None, "").map(drop);
-                    };
-                    let [(key, value)] = entries.as_slice() else {
-                        return self.pairs(index, None, "").map(drop);
-                    };
+                for item in self.pair_items(index)? {
+                    let (key, value) = self.pair_of(index, item)?;
                     self.visit(key.node, visited, pending)?;
                     self.visit(value.node, visited, pending)?;
                 }
@@ -147,22 +138,8 @@ impl Constructor<'_> {
     fn object(&self, child: Child, inherited_alias: Option<Span>) -> Result<Node> {
         let raw = &self.nodes[child.node];
         let alias = inherited_alias.or(child.alias);
-        let tag = match &raw.tag {
-            RawTag::Standard(Tag::Merge | Tag::Value) | RawTag::Other(_) => {
-                let name = match &raw.tag {
-                    RawTag::Standard(tag) => tag.uri(),
-                    RawTag::Other(name) => name.clone(),
-                };
-                return Err(Error::new(
-                    ErrorKind::UnknownTag,
-                    format!(
-                        "could not determine a constructor for the tag {}",
-                        python_repr(&name)
-                    ),
-                    raw.error_span(),
-                ));
-            }
-            RawTag::Standard(tag) => *tag,
+        let RawTag::Standard(tag) = raw.tag else {
+            return Err(no_constructor(raw));
         };
         let value = match tag {
             Tag::Null => {
@@ -184,11 +161,8 @@ impl Constructor<'_> {
             Tag::Seq => Value::Seq(self.sequence(child.node, alias)?),
             Tag::Map => Value::Map(Mapping::from_entries(self.mapping(child.node, alias)?)),
             Tag::Set => Value::Seq(self.set(child.node, alias)?),
-            Tag::Omap => {
-                Value::Seq(self.pairs(child.node, alias, "while constructing an ordered map")?)
-            }
-            Tag::Pairs => Value::Seq(self.pairs(child.node, alias, "while constructing pairs")?),
-            Tag::Merge | Tag::Value => Value::Null,
+            Tag::Omap | Tag::Pairs => Value::Seq(self.pairs(child.node, alias)?),
+            Tag::Merge | Tag::Value => return Err(no_constructor(raw)),
         };
         Ok(Node {
             value,
@@ -441,44 +415,61 @@ impl Constructor<'_> {
             .collect())
     }
 
-    /// `!!omap` and `!!pairs`: a sequence of one-entry mappings, as `(key, value)` pairs.
-    fn pairs(&self, index: usize, alias: Option<Span>, context: &str) -> Result<Vec<Node>> {
+    /// The items of an `!!omap` or `!!pairs` node, which must be a sequence.
+    fn pair_items(&self, index: usize) -> Result<&[Child]> {
         let raw = &self.nodes[index];
-        let fail = |found: &RawNode, message: String| {
-            Error::new(ErrorKind::InvalidTaggedValue, message, found.error_span())
-                .with_context(context, Span::point(raw.start))
-        };
-        let Content::Sequence(items) = &raw.content else {
-            return Err(fail(
+        match &raw.content {
+            Content::Sequence(items) => Ok(items),
+            _ => Err(self.pair_error(
+                index,
                 raw,
                 format!("expected a sequence, but found {}", raw.kind_name()),
-            ));
+            )),
+        }
+    }
+
+    /// The key and value of one `!!omap` or `!!pairs` item, which must be a one-entry mapping.
+    fn pair_of(&self, index: usize, item: &Child) -> Result<(Child, Child)> {
+        let item_raw = &self.nodes[item.node];
+        let Content::Mapping(entries) = &item_raw.content else {
+            let message = format!(
+                "expected a mapping of length 1, but found {}",
+                item_raw.kind_name()
+            );
+            return Err(self.pair_error(index, item_raw, message));
         };
+        let [(key, value)] = entries.as_slice() else {
+            let message = format!(
+                "expected a single mapping item, but found {} items",
+                entries.len()
+            );
+            return Err(self.pair_error(index, item_raw, message));
+        };
+        Ok((*key, *value))
+    }
+
+    fn pair_error(&self, index: usize, found: &RawNode, message: String) -> Error {
+        let raw = &self.nodes[index];
+        let context = if raw.tag == RawTag::Standard(Tag::Omap) {
+            "while constructing an ordered map"
+        } else {
+            "while constructing pairs"
+        };
+        Error::new(ErrorKind::InvalidTaggedValue, message, found.error_span())
+            .with_context(context, Span::point(raw.start))
+    }
+
+    /// `!!omap` and `!!pairs`: a sequence of one-entry mappings, as `(key, value)` pairs.
+    fn pairs(&self, index: usize, alias: Option<Span>) -> Result<Vec<Node>> {
+        let items = self.pair_items(index)?;
         let mut result = Vec::with_capacity(items.len());
         for item in items {
+            let (key, value) = self.pair_of(index, item)?;
             let item_raw = &self.nodes[item.node];
-            let Content::Mapping(entries) = &item_raw.content else {
-                return Err(fail(
-                    item_raw,
-                    format!(
-                        "expected a mapping of length 1, but found {}",
-                        item_raw.kind_name()
-                    ),
-                ));
-            };
-            let [(key, value)] = entries.as_slice() else {
-                return Err(fail(
-                    item_raw,
-                    format!(
-                        "expected a single mapping item, but found {} items",
-                        entries.len()
-                    ),
-                ));
-            };
             let item_alias = alias.or(item.alias);
             let pair = vec![
-                self.object(*key, item_alias)?,
-                self.object(*value, item_alias)?,
+                self.object(key, item_alias)?,
+                self.object(value, item_alias)?,
             ];
             result.push(Node {
                 value: Value::Seq(pair),
@@ -497,6 +488,22 @@ fn is_collection(tag: &RawTag) -> bool {
     matches!(
         tag,
         RawTag::Standard(Tag::Seq | Tag::Map | Tag::Set | Tag::Omap | Tag::Pairs)
+    )
+}
+
+/// PyYAML's `construct_undefined`: `safe_load` has no constructor for this tag.
+fn no_constructor(raw: &RawNode) -> Error {
+    let name = match &raw.tag {
+        RawTag::Standard(tag) => tag.uri(),
+        RawTag::Other(name) => name.clone(),
+    };
+    Error::new(
+        ErrorKind::UnknownTag,
+        format!(
+            "could not determine a constructor for the tag {}",
+            python_repr(&name)
+        ),
+        raw.error_span(),
     )
 }
 

@@ -409,6 +409,8 @@ const DOCUMENTS: &[&str] = &[
     "a: !x x\n[1]: b\n",
     "!!omap [a: !x x, [b]]\n",
     "!!omap [[b], a: !x x]\n",
+    "!!omap [a: [!x x], [b]]\n",
+    "!!pairs [a: [!x x], {b: 1, c: 2}]\n",
     "!!set {a: 1, [b]: 2}\n",
     "a: !!binary 'é'\n",
     "a: &x [!q q]\nb: *x\nc: !r r\n",

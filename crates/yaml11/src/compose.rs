@@ -12,70 +12,11 @@ use granit_parser::{Event, Marker, Options, Parser, ScalarStyle, ScanError, Stru
 
 use crate::Limits;
 use crate::error::{Error, ErrorKind, Limit, Result};
+use crate::graph::{Child, Content, Document, RawNode, RawTag};
+use crate::pyyaml_syntax::{self, TabRegion};
 use crate::resolve::resolve_plain;
 use crate::span::{Mark, Span};
 use crate::value::{Style, Tag};
-
-/// A composed document: nodes in an arena, aliases as shared indices.
-#[derive(Debug)]
-pub(crate) struct Document {
-    pub(crate) nodes: Vec<RawNode>,
-    pub(crate) root: usize,
-}
-
-#[derive(Debug)]
-pub(crate) struct RawNode {
-    pub(crate) content: Content,
-    /// Where the node's text is (quotes and brackets included, tag and anchor excluded).
-    pub(crate) span: Span,
-    /// Where the node starts including its tag and anchor, which is where PyYAML points.
-    pub(crate) start: Mark,
-    pub(crate) tag: RawTag,
-    pub(crate) style: Style,
-    /// Nodes in the subtree after alias expansion.
-    size: usize,
-    /// Collections nested in the subtree after alias expansion (0 for a scalar).
-    height: usize,
-    /// Whether the collection is still being composed, to refuse recursive aliases.
-    open: bool,
-}
-
-impl RawNode {
-    /// The span PyYAML would report for this node: from its tag or anchor to its end.
-    pub(crate) fn error_span(&self) -> Span {
-        Span::new(self.start, self.span.end)
-    }
-
-    /// PyYAML's `node.id`: "scalar", "sequence" or "mapping".
-    pub(crate) fn kind_name(&self) -> &'static str {
-        match self.content {
-            Content::Scalar(_) => "scalar",
-            Content::Sequence(_) => "sequence",
-            Content::Mapping(_) => "mapping",
-        }
-    }
-}
-
-/// A resolved tag: a standard one, or any other (which `safe_load` cannot construct).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum RawTag {
-    Standard(Tag),
-    Other(String),
-}
-
-#[derive(Debug)]
-pub(crate) enum Content {
-    Scalar(String),
-    Sequence(Vec<Child>),
-    Mapping(Vec<(Child, Child)>),
-}
-
-/// A reference from a collection to a node; `alias` is set when the reference is an alias.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Child {
-    pub(crate) node: usize,
-    pub(crate) alias: Option<Span>,
-}
 
 /// Composes the single document of `source`, or `None` for a stream without documents.
 pub(crate) fn compose(source: &str, limits: &Limits) -> Result<Option<Document>> {
@@ -90,9 +31,9 @@ pub(crate) fn compose(source: &str, limits: &Limits) -> Result<Option<Document>>
             Span::new(crate::span::mark_at(source, 0), end),
         ));
     }
-    check_printable(source)?;
-    check_line_breaks(source)?;
-    check_leading_document_end(source)?;
+    pyyaml_syntax::check_printable(source)?;
+    pyyaml_syntax::check_line_breaks(source)?;
+    pyyaml_syntax::check_leading_document_end(source)?;
     let mut options = Options::default();
     // PyYAML (through libyaml's rules) keeps a BOM inside a document as content, and ends a
     // block scalar that runs to the end of input without adding a line feed.
@@ -130,7 +71,7 @@ pub(crate) fn compose(source: &str, limits: &Limits) -> Result<Option<Document>>
         }
         composer.handle(event, &span)?;
     }
-    composer.check_tabs()?;
+    pyyaml_syntax::check_tabs(source, &mut composer.tab_regions)?;
     Ok(composer.root.map(|root| Document {
         nodes: composer.nodes,
         root,
@@ -158,85 +99,6 @@ fn standard_or_other(uri: &str) -> RawTag {
     Tag::from_uri(uri).map_or_else(|| RawTag::Other(uri.to_owned()), RawTag::Standard)
 }
 
-/// PyYAML's reader refuses these characters anywhere in the stream, before parsing.
-fn is_printable(character: char) -> bool {
-    matches!(character,
-        '\u{9}' | '\u{A}' | '\u{D}' | '\u{20}'..='\u{7E}' | '\u{85}' | '\u{A0}'..='\u{D7FF}'
-        | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..='\u{10FFFF}')
-}
-
-fn check_printable(source: &str) -> Result<()> {
-    let Some((offset, character)) = source
-        .char_indices()
-        .find(|(_, character)| !is_printable(*character))
-    else {
-        return Ok(());
-    };
-    let start = crate::span::mark_at(source, offset);
-    let end = crate::span::mark_at(source, offset + character.len_utf8());
-    Err(Error::new(
-        ErrorKind::Syntax,
-        format!(
-            "unacceptable character #x{:04x}: special characters are not allowed",
-            u32::from(character)
-        ),
-        Span::new(start, end),
-    ))
-}
-
-/// YAML 1.1 also breaks lines at NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR; granit-parser
-/// (YAML 1.2) reads them as ordinary characters, so the same text would silently load to
-/// different values. Refusing them is the honest choice; they do not occur in real files.
-fn check_line_breaks(source: &str) -> Result<()> {
-    let Some((offset, character)) = source
-        .char_indices()
-        .find(|(_, character)| matches!(character, '\u{85}' | '\u{2028}' | '\u{2029}'))
-    else {
-        return Ok(());
-    };
-    let start = crate::span::mark_at(source, offset);
-    let end = crate::span::mark_at(source, offset + character.len_utf8());
-    Err(Error::new(
-        ErrorKind::Syntax,
-        format!(
-            "unsupported line break character #x{:04x}: YAML 1.1 reads it as a line break, use a plain line feed instead",
-            u32::from(character)
-        ),
-        Span::new(start, end),
-    ))
-}
-
-/// PyYAML only skips `...` markers between documents; one before the first document is an
-/// error there, while granit reads it as an empty stream.
-fn check_leading_document_end(source: &str) -> Result<()> {
-    let mut offset = usize::from(source.starts_with('\u{feff}')) * '\u{feff}'.len_utf8();
-    for line in source[offset..].split_inclusive('\n') {
-        let content = line.trim_start_matches(' ');
-        let is_blank_or_comment = content.trim_end().is_empty() || content.starts_with('#');
-        if !is_blank_or_comment {
-            let is_document_end =
-                line.starts_with("...") && line[3..].chars().next().is_none_or(char::is_whitespace);
-            if !is_document_end {
-                return Ok(());
-            }
-            let start = crate::span::mark_at(source, offset);
-            let end = crate::span::mark_at(source, offset + 3);
-            return Err(Error::new(
-                ErrorKind::Syntax,
-                "expected the node content, but found a document end marker",
-                Span::new(start, end),
-            ));
-        }
-        offset += line.len();
-    }
-    Ok(())
-}
-
-/// Whether PyYAML's scanner accepts `character` in an anchor or alias name.
-fn is_anchor_character(character: char) -> bool {
-    character.is_ascii_alphanumeric() || character == '-' || character == '_'
-}
-
 struct Composer<'source, 'limits> {
     source: &'source str,
     limits: &'limits Limits,
@@ -251,12 +113,6 @@ struct Composer<'source, 'limits> {
     documents: usize,
     /// Where PyYAML accepts tab characters: comments, quoted scalars, block scalar content.
     tab_regions: Vec<TabRegion>,
-}
-
-/// A byte range in which tabs are content; in block scalars only past the indentation.
-struct TabRegion {
-    range: std::ops::Range<usize>,
-    block_indent: Option<usize>,
 }
 
 impl Composer<'_, '_> {
@@ -317,7 +173,7 @@ impl Composer<'_, '_> {
             }
             Event::Alias(id) => self.add_alias(id, span),
             Event::UnresolvedAlias(name) => {
-                self.check_anchor_name(span, "alias")?;
+                pyyaml_syntax::check_anchor_name(self.source, span, "alias")?;
                 Err(Error::new(
                     ErrorKind::UndefinedAlias,
                     format!(
@@ -426,44 +282,6 @@ impl Composer<'_, '_> {
             "expected a key before ':' (an empty key needs an explicit '?')",
             Span::point(span.start),
         ))
-    }
-
-    /// PyYAML's scanner only skips spaces between tokens and ends plain scalars at a tab, so a
-    /// tab anywhere but in a comment or a quoted or block scalar is an error; YAML 1.2 (and
-    /// granit) accept many of those tabs.
-    fn check_tabs(&mut self) -> Result<()> {
-        self.tab_regions.sort_by_key(|region| region.range.start);
-        let mut regions = self.tab_regions.iter().peekable();
-        for (offset, _) in self.source.match_indices('\t') {
-            while regions
-                .next_if(|region| region.range.end <= offset)
-                .is_some()
-            {}
-            let allowed = regions.peek().is_some_and(|region| {
-                region.range.contains(&offset)
-                    && region.block_indent.is_none_or(|indent| {
-                        let line_start = self.source[..offset]
-                            .rfind('\n')
-                            .map_or(0, |newline| newline + 1);
-                        let spaces = self.source[line_start..offset]
-                            .bytes()
-                            .take_while(|byte| *byte == b' ')
-                            .count();
-                        spaces >= indent
-                    })
-            });
-            if !allowed {
-                let start = crate::span::mark_at(self.source, offset);
-                let end = crate::span::mark_at(self.source, offset + 1);
-                return Err(Error::new(
-                    ErrorKind::Syntax,
-                    "found character '\\t' that cannot start any token",
-                    Span::new(start, end),
-                )
-                .with_context("while scanning for the next token", Span::point(start)));
-            }
-        }
-        Ok(())
     }
 
     fn start_document(&mut self, span: Span) -> Result<()> {
@@ -646,7 +464,7 @@ impl Composer<'_, '_> {
     }
 
     fn add_alias(&mut self, id: usize, span: Span) -> Result<()> {
-        self.check_anchor_name(span, "alias")?;
+        pyyaml_syntax::check_anchor_name(self.source, span, "alias")?;
         let Some(&target) = self.anchors_by_id.get(&id) else {
             let name = span
                 .slice(self.source)
@@ -682,7 +500,7 @@ impl Composer<'_, '_> {
     }
 
     fn define_anchor(&mut self, id: usize, name: &str, span: Span) -> Result<()> {
-        self.check_anchor_name(span, "anchor")?;
+        pyyaml_syntax::check_anchor_name(self.source, span, "anchor")?;
         if let Some(first) = self.anchor_names.get(name) {
             return Err(Error::new(
                 ErrorKind::DuplicateAnchor,
@@ -700,36 +518,5 @@ impl Composer<'_, '_> {
             node.start = node.start.min(span.start);
         }
         Ok(())
-    }
-
-    /// PyYAML only accepts ASCII letters, digits, `-` and `_` in anchor and alias names.
-    fn check_anchor_name(&self, span: Span, what: &str) -> Result<()> {
-        let text = span.slice(self.source).unwrap_or_default();
-        let name = text.get(1..).unwrap_or_default();
-        let Some((offset, character)) = name
-            .char_indices()
-            .find(|(_, character)| !is_anchor_character(*character))
-        else {
-            if name.is_empty() {
-                return Err(Error::new(
-                    ErrorKind::Syntax,
-                    "expected alphabetic or numeric character",
-                    span,
-                )
-                .with_context(format!("while scanning an {what}"), span));
-            }
-            return Ok(());
-        };
-        let start = crate::span::mark_at(self.source, span.start.offset + 1 + offset);
-        let end = crate::span::mark_at(self.source, start.offset + character.len_utf8());
-        Err(Error::new(
-            ErrorKind::Syntax,
-            format!(
-                "expected alphabetic or numeric character, but found {}",
-                crate::integer::python_repr(&character.to_string())
-            ),
-            Span::new(start, end),
-        )
-        .with_context(format!("while scanning an {what}"), span))
     }
 }

@@ -8,9 +8,9 @@
 
 use std::collections::VecDeque;
 
-use crate::compose::{Child, Content, Document, RawNode, RawTag};
 use crate::error::{Error, ErrorKind, Result};
 use crate::float::parse_python_float;
+use crate::graph::{Child, Content, Document, RawNode, RawTag};
 use crate::integer::{self, Integer, parse_python_int, python_repr};
 use crate::span::Span;
 use crate::timestamp;

@@ -6,10 +6,10 @@
 //! is constructed again at each use, which costs at most [`crate::Limits::max_nodes`] nodes
 //! because `compose` counted every expansion.
 
-use std::collections::VecDeque;
-
 use crate::error::{Error, ErrorKind, Result};
 use crate::float::parse_python_float;
+mod order;
+
 use crate::graph::{Child, Content, Document, RawNode, RawTag};
 use crate::integer::{self, Integer, parse_python_int, python_repr};
 use crate::span::Span;
@@ -45,96 +45,6 @@ struct Constructor<'document> {
 }
 
 impl Constructor<'_> {
-    /// The error PyYAML would report first. PyYAML fills collections breadth-first (its
-    /// constructors are generators, run one generation after another), while `object` works
-    /// depth-first; when a document has several errors, this walk finds PyYAML's. It only
-    /// runs once construction has failed, so valid documents pay nothing for it.
-    fn first_error_in_pyyaml_order(&self, root: usize) -> Option<Error> {
-        let mut visited = vec![false; self.nodes.len()];
-        let mut pending = VecDeque::new();
-        let mut result = self.visit(root, &mut visited, &mut pending);
-        while result.is_ok()
-            && let Some(index) = pending.pop_front()
-        {
-            result = self.fill(index, &mut visited, &mut pending);
-        }
-        result.err()
-    }
-
-    /// PyYAML's `construct_object`: scalars are built at once, collections are queued.
-    fn visit(
-        &self,
-        index: usize,
-        visited: &mut [bool],
-        pending: &mut VecDeque<usize>,
-    ) -> Result<()> {
-        if std::mem::replace(&mut visited[index], true) {
-            return Ok(());
-        }
-        match self.nodes[index].tag {
-            RawTag::Standard(Tag::Seq | Tag::Map | Tag::Set | Tag::Omap | Tag::Pairs) => {
-                pending.push_back(index);
-                Ok(())
-            }
-            _ => self
-                .object(
-                    Child {
-                        node: index,
-                        alias: None,
-                    },
-                    None,
-                )
-                .map(drop),
-        }
-    }
-
-    /// The body of PyYAML's generator constructor for a queued collection.
-    fn fill(
-        &self,
-        index: usize,
-        visited: &mut [bool],
-        pending: &mut VecDeque<usize>,
-    ) -> Result<()> {
-        let raw = &self.nodes[index];
-        match raw.tag {
-            RawTag::Standard(Tag::Seq) => {
-                let Content::Sequence(items) = &raw.content else {
-                    return Err(expected(raw, "a sequence node"));
-                };
-                items
-                    .iter()
-                    .try_for_each(|item| self.visit(item.node, visited, pending))
-            }
-            RawTag::Standard(Tag::Omap | Tag::Pairs) => {
-                for item in self.pair_items(index)? {
-                    let (key, value) = self.pair_of(index, item)?;
-                    self.visit(key.node, visited, pending)?;
-                    self.visit(value.node, visited, pending)?;
-                }
-                Ok(())
-            }
-            _ => {
-                if !matches!(raw.content, Content::Mapping(_)) {
-                    return Err(expected(raw, "a mapping node"));
-                }
-                for entry in self.flatten(index)? {
-                    let key_raw = &self.nodes[entry.key.node];
-                    if key_raw.tag == RawTag::Standard(Tag::Value) {
-                        self.scalar_text(entry.key.node)?;
-                    } else {
-                        self.visit(entry.key.node, visited, pending)?;
-                    }
-                    // These tags build lists, dicts and sets, which Python cannot hash.
-                    if is_collection(&key_raw.tag) {
-                        return Err(unhashable(key_raw, raw));
-                    }
-                    self.visit(entry.value.node, visited, pending)?;
-                }
-                Ok(())
-            }
-        }
-    }
-
     fn object(&self, child: Child, inherited_alias: Option<Span>) -> Result<Node> {
         let raw = &self.nodes[child.node];
         let alias = inherited_alias.or(child.alias);
@@ -481,14 +391,6 @@ impl Constructor<'_> {
         }
         Ok(result)
     }
-}
-
-/// Whether the tag builds a collection (filled later by PyYAML's generator constructors).
-fn is_collection(tag: &RawTag) -> bool {
-    matches!(
-        tag,
-        RawTag::Standard(Tag::Seq | Tag::Map | Tag::Set | Tag::Omap | Tag::Pairs)
-    )
 }
 
 /// PyYAML's `construct_undefined`: `safe_load` has no constructor for this tag.

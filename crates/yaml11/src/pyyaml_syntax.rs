@@ -1,0 +1,162 @@
+//! What PyYAML's reader and scanner refuse but granit-parser (YAML 1.2) accepts.
+//!
+//! `compose` runs these checks around the parser so that such text fails as it does under
+//! PyYAML, with PyYAML's messages: special characters, YAML 1.1 line breaks, a leading `...`,
+//! tabs between tokens, and anchor names outside PyYAML's alphabet.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::span::{Span, mark_at};
+
+/// PyYAML's reader refuses these characters anywhere in the stream, before parsing.
+fn is_printable(character: char) -> bool {
+    matches!(character,
+        '\u{9}' | '\u{A}' | '\u{D}' | '\u{20}'..='\u{7E}' | '\u{85}' | '\u{A0}'..='\u{D7FF}'
+        | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..='\u{10FFFF}')
+}
+
+pub(crate) fn check_printable(source: &str) -> Result<()> {
+    let Some((offset, character)) = source
+        .char_indices()
+        .find(|(_, character)| !is_printable(*character))
+    else {
+        return Ok(());
+    };
+    let start = mark_at(source, offset);
+    let end = mark_at(source, offset + character.len_utf8());
+    Err(Error::new(
+        ErrorKind::Syntax,
+        format!(
+            "unacceptable character #x{:04x}: special characters are not allowed",
+            u32::from(character)
+        ),
+        Span::new(start, end),
+    ))
+}
+
+/// YAML 1.1 also breaks lines at NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR; granit-parser
+/// (YAML 1.2) reads them as ordinary characters, so the same text would silently load to
+/// different values. Refusing them is the honest choice; they do not occur in real files.
+pub(crate) fn check_line_breaks(source: &str) -> Result<()> {
+    let Some((offset, character)) = source
+        .char_indices()
+        .find(|(_, character)| matches!(character, '\u{85}' | '\u{2028}' | '\u{2029}'))
+    else {
+        return Ok(());
+    };
+    let start = mark_at(source, offset);
+    let end = mark_at(source, offset + character.len_utf8());
+    Err(Error::new(
+        ErrorKind::Syntax,
+        format!(
+            "unsupported line break character #x{:04x}: YAML 1.1 reads it as a line break, use a plain line feed instead",
+            u32::from(character)
+        ),
+        Span::new(start, end),
+    ))
+}
+
+/// PyYAML only skips `...` markers between documents; one before the first document is an
+/// error there, while granit reads it as an empty stream.
+pub(crate) fn check_leading_document_end(source: &str) -> Result<()> {
+    let mut offset = usize::from(source.starts_with('\u{feff}')) * '\u{feff}'.len_utf8();
+    for line in source[offset..].split_inclusive('\n') {
+        let content = line.trim_start_matches(' ');
+        let is_blank_or_comment = content.trim_end().is_empty() || content.starts_with('#');
+        if !is_blank_or_comment {
+            let is_document_end =
+                line.starts_with("...") && line[3..].chars().next().is_none_or(char::is_whitespace);
+            if !is_document_end {
+                return Ok(());
+            }
+            let start = mark_at(source, offset);
+            let end = mark_at(source, offset + 3);
+            return Err(Error::new(
+                ErrorKind::Syntax,
+                "expected the node content, but found a document end marker",
+                Span::new(start, end),
+            ));
+        }
+        offset += line.len();
+    }
+    Ok(())
+}
+
+/// Whether PyYAML's scanner accepts `character` in an anchor or alias name.
+fn is_anchor_character(character: char) -> bool {
+    character.is_ascii_alphanumeric() || character == '-' || character == '_'
+}
+
+/// A byte range in which tabs are content; in block scalars only past the indentation.
+pub(crate) struct TabRegion {
+    pub(crate) range: std::ops::Range<usize>,
+    pub(crate) block_indent: Option<usize>,
+}
+
+/// PyYAML's scanner only skips spaces between tokens and ends plain scalars at a tab, so a
+/// tab anywhere but in a comment or a quoted or block scalar is an error; YAML 1.2 (and
+/// granit) accept many of those tabs.
+pub(crate) fn check_tabs(source: &str, regions: &mut [TabRegion]) -> Result<()> {
+    regions.sort_by_key(|region| region.range.start);
+    let mut regions = regions.iter().peekable();
+    for (offset, _) in source.match_indices('\t') {
+        while regions
+            .next_if(|region| region.range.end <= offset)
+            .is_some()
+        {}
+        let allowed = regions.peek().is_some_and(|region| {
+            region.range.contains(&offset)
+                && region.block_indent.is_none_or(|indent| {
+                    let line_start = source[..offset]
+                        .rfind('\n')
+                        .map_or(0, |newline| newline + 1);
+                    let spaces = source[line_start..offset]
+                        .bytes()
+                        .take_while(|byte| *byte == b' ')
+                        .count();
+                    spaces >= indent
+                })
+        });
+        if !allowed {
+            let start = mark_at(source, offset);
+            let end = mark_at(source, offset + 1);
+            return Err(Error::new(
+                ErrorKind::Syntax,
+                "found character '\\t' that cannot start any token",
+                Span::new(start, end),
+            )
+            .with_context("while scanning for the next token", Span::point(start)));
+        }
+    }
+    Ok(())
+}
+
+/// PyYAML only accepts ASCII letters, digits, `-` and `_` in anchor and alias names.
+pub(crate) fn check_anchor_name(source: &str, span: Span, what: &str) -> Result<()> {
+    let text = span.slice(source).unwrap_or_default();
+    let name = text.get(1..).unwrap_or_default();
+    let Some((offset, character)) = name
+        .char_indices()
+        .find(|(_, character)| !is_anchor_character(*character))
+    else {
+        if name.is_empty() {
+            return Err(Error::new(
+                ErrorKind::Syntax,
+                "expected alphabetic or numeric character",
+                span,
+            )
+            .with_context(format!("while scanning an {what}"), span));
+        }
+        return Ok(());
+    };
+    let start = mark_at(source, span.start.offset + 1 + offset);
+    let end = mark_at(source, start.offset + character.len_utf8());
+    Err(Error::new(
+        ErrorKind::Syntax,
+        format!(
+            "expected alphabetic or numeric character, but found {}",
+            crate::integer::python_repr(&character.to_string())
+        ),
+        Span::new(start, end),
+    )
+    .with_context(format!("while scanning an {what}"), span))
+}

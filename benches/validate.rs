@@ -19,12 +19,16 @@ fn jobs_file() -> String {
     let mut text = String::from("# generated benchmark file\n");
     for index in 0..JOBS {
         let job = match index % 4 {
-            0 => format!("- name: oneoff-{index}\n  command: ./migrate.sh --step {index}\n  image: python3.11\n  mem: 1Gi\n"),
+            0 => format!(
+                "- name: oneoff-{index}\n  command: ./migrate.sh --step {index}\n  image: python3.11\n  mem: 1Gi\n"
+            ),
             1 => format!(
                 "- name: cron-{index}\n  command: ./report.sh > out-{index}.txt\n  image: bookworm\n  schedule: \"{} */2 * * 1-5\"\n  retry: 2\n  emails: onfailure\n",
                 index % 60
             ),
-            2 => format!("- name: daily-{index}\n  command: ./daily.sh\n  image: tf-python311\n  schedule: \"@daily\"\n  cpu: 0.5\n"),
+            2 => format!(
+                "- name: daily-{index}\n  command: ./daily.sh\n  image: tf-python311\n  schedule: \"@daily\"\n  cpu: 0.5\n"
+            ),
             _ => format!(
                 "- name: bot-{index}\n  command: ./bot.py --shard {index}\n  image: python3.13\n  continuous: yes\n  port: {}\n  health-check-http: /healthz\n",
                 8000 + index
@@ -66,7 +70,8 @@ fn main() {
         assert!(loaded.is_ok_and(|file| file.jobs.len() == JOBS));
     });
 
-    let directory = std::env::temp_dir().join(format!("toolforge-jobs-bench-{}", std::process::id()));
+    let directory =
+        std::env::temp_dir().join(format!("toolforge-jobs-bench-{}", std::process::id()));
     std::fs::create_dir_all(&directory).expect("temp dir");
     let path = directory.join("jobs.yaml");
     std::fs::write(&path, &text).expect("write bench file");
@@ -94,12 +99,28 @@ fn main() {
     let _ = std::fs::remove_dir_all(&directory);
 
     let mut report = String::new();
-    let _ = writeln!(report, "validate, {JOBS} jobs ({} bytes), median of {RUNS} runs:", text.len());
-    let _ = writeln!(report, "  config::load in process        {:>9.2} ms", in_process.as_secs_f64() * 1e3);
-    let _ = writeln!(report, "  `toolforge-jobs validate` run  {:>9.2} ms", process.as_secs_f64() * 1e3);
+    let _ = writeln!(
+        report,
+        "validate, {JOBS} jobs ({} bytes), median of {RUNS} runs:",
+        text.len()
+    );
+    let _ = writeln!(
+        report,
+        "  config::load in process        {:>9.2} ms",
+        in_process.as_secs_f64() * 1e3
+    );
+    let _ = writeln!(
+        report,
+        "  `toolforge-jobs validate` run  {:>9.2} ms",
+        process.as_secs_f64() * 1e3
+    );
     match pyyaml {
         Some(baseline) => {
-            let _ = writeln!(report, "  baseline: PyYAML safe_load     {:>9.2} ms", baseline.as_secs_f64() * 1e3);
+            let _ = writeln!(
+                report,
+                "  baseline: PyYAML safe_load     {:>9.2} ms",
+                baseline.as_secs_f64() * 1e3
+            );
             let _ = writeln!(
                 report,
                 "  ratio load / PyYAML parse      {:>9.2}x",
@@ -108,7 +129,15 @@ fn main() {
         }
         None => report.push_str("  baseline: PyYAML not available\n"),
     }
-    let _ = writeln!(report, "  target: under 50 ms -> {}", if in_process < Duration::from_millis(50) { "met" } else { "MISSED" });
+    let _ = writeln!(
+        report,
+        "  target: under 50 ms -> {}",
+        if in_process < Duration::from_millis(50) {
+            "met"
+        } else {
+            "MISSED"
+        }
+    );
     #[expect(clippy::print_stdout, reason = "a benchmark reports on stdout")]
     {
         print!("{report}");

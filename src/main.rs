@@ -5,5 +5,5 @@ use clap::Parser;
 use toolforge_jobs::cli::{Cli, run};
 
 fn main() -> ExitCode {
-    run(Cli::parse()).into()
+    run(&Cli::parse()).into()
 }

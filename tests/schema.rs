@@ -1,5 +1,7 @@
 //! The checked-in JSON Schema is current, and the example and valid fixtures satisfy it.
 
+#![allow(clippy::unwrap_used, reason = "a failing unwrap is a failing test")]
+
 use std::path::Path;
 
 use assert_cmd::Command;
@@ -15,7 +17,11 @@ fn checked_in_schema() -> String {
 
 #[test]
 fn checked_in_schema_is_current() {
-    let generated = Command::cargo_bin("toolforge-jobs").unwrap().arg("schema").output().unwrap();
+    let generated = Command::cargo_bin("toolforge-jobs")
+        .unwrap()
+        .arg("schema")
+        .output()
+        .unwrap();
     assert!(generated.status.success());
     assert_eq!(
         String::from_utf8(generated.stdout).unwrap(),
@@ -52,9 +58,14 @@ fn example_and_valid_fixtures_satisfy_the_schema() {
     }
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
-        let document = yaml11::load(&text, &yaml11::Limits::default()).unwrap().unwrap();
+        let document = yaml11::load(&text, &yaml11::Limits::default())
+            .unwrap()
+            .unwrap();
         let instance = to_json(&document);
-        let errors: Vec<String> = validator.iter_errors(&instance).map(|error| error.to_string()).collect();
+        let errors: Vec<String> = validator
+            .iter_errors(&instance)
+            .map(|error| error.to_string())
+            .collect();
         assert!(errors.is_empty(), "{}: {errors:#?}", file.display());
     }
 }
@@ -63,6 +74,7 @@ fn example_and_valid_fixtures_satisfy_the_schema() {
 fn schema_rejects_unknown_keys() {
     let schema: serde_json::Value = serde_json::from_str(&checked_in_schema()).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
-    let instance = serde_json::json!([{"name": "a", "command": "./a", "image": "bookworm", "memory": "1Gi"}]);
+    let instance =
+        serde_json::json!([{"name": "a", "command": "./a", "image": "bookworm", "memory": "1Gi"}]);
     assert!(!validator.is_valid(&instance));
 }

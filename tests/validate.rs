@@ -1,5 +1,7 @@
 //! `toolforge-jobs validate` end to end: the real binary on fixture files, with snapshots of what users see.
 
+#![allow(clippy::unwrap_used, reason = "a failing unwrap is a failing test")]
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -48,24 +50,36 @@ fn invalid_fixtures_fail_with_located_diagnostics() {
         assert_eq!(output.status.code(), Some(2), "{}", transcript(&output));
         let stderr = String::from_utf8_lossy(&output.stderr);
         let name = path.file_name().unwrap().to_string_lossy();
-        assert!(stderr.contains(&format!("{name}:")), "diagnostics must name the file:\n{stderr}");
+        assert!(
+            stderr.contains(&format!("{name}:")),
+            "diagnostics must name the file:\n{stderr}"
+        );
         insta::assert_snapshot!(transcript(&output));
     });
 }
 
 #[test]
 fn the_example_file_is_valid() {
-    let output = validate(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/jobs.yaml"), &[]);
+    let output = validate(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/jobs.yaml"),
+        &[],
+    );
     assert_eq!(output.status.code(), Some(0), "{}", transcript(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
     for kind in ["one-off", "scheduled", "continuous"] {
-        assert!(stdout.contains(kind), "the example should show a {kind} job:\n{stdout}");
+        assert!(
+            stdout.contains(kind),
+            "the example should show a {kind} job:\n{stdout}"
+        );
     }
 }
 
 #[test]
 fn every_error_of_a_file_is_reported_in_one_run() {
-    let output = validate(&fixtures().join("invalid/many-errors.yaml"), &["-o", "json"]);
+    let output = validate(
+        &fixtures().join("invalid/many-errors.yaml"),
+        &["-o", "json"],
+    );
     assert_eq!(output.status.code(), Some(2));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["valid"], false);
@@ -78,7 +92,10 @@ fn every_error_of_a_file_is_reported_in_one_run() {
         .collect();
     // One or more errors in each of the seven jobs, each on the line of the offending key or job.
     for line in [5, 10, 14, 18, 19, 20, 25, 28, 29] {
-        assert!(error_lines.contains(&line), "no error on line {line}: {error_lines:?}");
+        assert!(
+            error_lines.contains(&line),
+            "no error on line {line}: {error_lines:?}"
+        );
     }
 }
 
@@ -87,17 +104,31 @@ fn json_output_of_a_valid_file_has_actual_schedules() {
     let output = validate(&fixtures().join("valid/schedules.yaml"), &["-o", "json"]);
     assert_eq!(output.status.code(), Some(0));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let daily = report["jobs"].as_array().unwrap().iter().find(|job| job["name"] == "f").unwrap();
+    let daily = report["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|job| job["name"] == "f")
+        .unwrap();
     assert_eq!(daily["schedule"], "@hourly");
     assert_eq!(daily["kind"], "scheduled");
-    assert!(daily["schedule_actual"].as_str().unwrap().ends_with(" * * * *"));
+    assert!(
+        daily["schedule_actual"]
+            .as_str()
+            .unwrap()
+            .ends_with(" * * * *")
+    );
 }
 
 #[test]
 fn deeply_nested_input_is_rejected_quickly() {
     let directory = tempfile::tempdir().unwrap();
     let path = directory.path().join("jobs.yaml");
-    std::fs::write(&path, format!("{}{}", "[".repeat(100_000), "]".repeat(100_000))).unwrap();
+    std::fs::write(
+        &path,
+        format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)),
+    )
+    .unwrap();
     let output = validate(&path, &[]);
     assert_eq!(output.status.code(), Some(2), "{}", transcript(&output));
     assert!(String::from_utf8_lossy(&output.stderr).contains("jobs.yaml:1:"));
@@ -125,7 +156,10 @@ fn missing_default_file_says_where_it_looked() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("jobs.yaml") && stderr.contains("-f FILE"), "{stderr}");
+    assert!(
+        stderr.contains("jobs.yaml") && stderr.contains("-f FILE"),
+        "{stderr}"
+    );
 }
 
 #[test]

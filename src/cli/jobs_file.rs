@@ -42,14 +42,25 @@ pub(crate) fn read(path: &Path) -> Result<SourceFile, Error> {
         offset: error.utf8_error().valid_up_to(),
     })?;
     // PyYAML skips a byte-order mark; so do we.
-    let text = text.strip_prefix('\u{feff}').map(str::to_owned).unwrap_or(text);
+    let text = text
+        .strip_prefix('\u{feff}')
+        .map(str::to_owned)
+        .unwrap_or(text);
     Ok(SourceFile::new(path.display().to_string(), text))
 }
 
 /// Counts the regular files a `trigger-files` pattern matches relative to `directory`.
 pub(crate) fn count_matches(directory: &Path, pattern: &str) -> usize {
-    let full = format!("{}/{pattern}", glob::Pattern::escape(&directory.to_string_lossy()));
-    glob::glob(&full).map_or(0, |paths| paths.filter_map(Result::ok).filter(|path| path.is_file()).count())
+    let full = format!(
+        "{}/{pattern}",
+        glob::Pattern::escape(&directory.to_string_lossy())
+    );
+    glob::glob(&full).map_or(0, |paths| {
+        paths
+            .filter_map(Result::ok)
+            .filter(|path| path.is_file())
+            .count()
+    })
 }
 
 /// The directory holding the jobs file: the base of `trigger-files` and, on the local cluster, the tool's home.

@@ -94,12 +94,12 @@ pub enum Command {
 }
 
 /// Runs a parsed command line.
-pub fn run(cli: Cli) -> ExitStatus {
+pub fn run(cli: &Cli) -> ExitStatus {
     let printer = Printer::new(cli.global.no_color);
-    let result = match cli.command {
+    let result = match &cli.command {
         Command::Validate => validate::run(&cli.global, printer),
         Command::Schema => schema::run(printer),
-        Command::Completions { shell } => completions::run(shell, printer),
+        Command::Completions { shell } => completions::run(*shell, printer),
     };
     match result {
         Ok(status) => status,
@@ -117,9 +117,16 @@ pub enum Error {
     #[error("no jobs file given, and neither `{}` nor `{}` exists; pass one with `-f FILE`", .searched[0].display(), .searched.get(1).map_or(String::new(), |path| path.display().to_string()))]
     NoJobsFile { searched: Vec<PathBuf> },
     #[error("cannot read `{}`: {source}", .path.display())]
-    ReadFile { path: PathBuf, source: std::io::Error },
+    ReadFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("`{}` is {size} bytes; jobs files may be at most {max}", .path.display())]
-    FileTooLarge { path: PathBuf, size: u64, max: usize },
+    FileTooLarge {
+        path: PathBuf,
+        size: u64,
+        max: usize,
+    },
     #[error("`{}` is not UTF-8 text (invalid byte at offset {offset})", .path.display())]
     NotUtf8 { path: PathBuf, offset: usize },
     #[error("cannot write the output")]
@@ -129,7 +136,9 @@ pub enum Error {
 impl Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            Error::NoJobsFile { .. } | Error::FileTooLarge { .. } | Error::NotUtf8 { .. } => ExitStatus::Invalid,
+            Error::NoJobsFile { .. } | Error::FileTooLarge { .. } | Error::NotUtf8 { .. } => {
+                ExitStatus::Invalid
+            }
             Error::ReadFile { .. } | Error::Output(_) => ExitStatus::Failure,
         }
     }

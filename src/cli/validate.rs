@@ -23,13 +23,21 @@ pub(crate) fn run(global: &GlobalArgs, printer: Printer) -> Result<ExitStatus, E
 
     let (source, jobs, problems) = match config::load(source, &context) {
         Ok(file) => {
-            let jobs = file.jobs.iter().map(|located| JobSummary::new(&located.job, tool.is_some())).collect();
+            let jobs = file
+                .jobs
+                .iter()
+                .map(|located| JobSummary::new(&located.job, tool.is_some()))
+                .collect();
             (file.source, jobs, file.warnings)
         }
         Err(invalid) => (invalid.source, Vec::new(), invalid.problems),
     };
     let errors = problems.iter().filter(|problem| problem.is_error()).count();
-    let status = if errors == 0 { ExitStatus::Success } else { ExitStatus::Invalid };
+    let status = if errors == 0 {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Invalid
+    };
 
     match global.output {
         OutputFormat::Json => {
@@ -37,7 +45,10 @@ pub(crate) fn run(global: &GlobalArgs, printer: Printer) -> Result<ExitStatus, E
                 file: &source.name,
                 valid: errors == 0,
                 jobs,
-                problems: problems.iter().map(|problem| JsonProblem::new(&source, problem)).collect(),
+                problems: problems
+                    .iter()
+                    .map(|problem| JsonProblem::new(&source, problem))
+                    .collect(),
             };
             let mut text = serde_json::to_string_pretty(&report).map_err(std::io::Error::other)?;
             text.push('\n');
@@ -86,16 +97,25 @@ impl JobSummary {
 }
 
 fn job_table(jobs: &[JobSummary]) -> String {
-    let name_width = jobs.iter().map(|job| job.name.len()).max().unwrap_or(0).max("JOB".len());
+    let name_width = jobs
+        .iter()
+        .map(|job| job.name.len())
+        .max()
+        .unwrap_or(0)
+        .max("JOB".len());
     let mut table = format!("{:<name_width$}  {:<10}  SCHEDULE\n", "JOB", "KIND");
     for job in jobs {
         let schedule = match (&job.schedule, &job.schedule_actual) {
-            (Some(written), Some(actual)) if written != actual => format!("{written} (runs as `{actual}`)"),
+            (Some(written), Some(actual)) if written != actual => {
+                format!("{written} (runs as `{actual}`)")
+            }
             (Some(written), None) => format!("{written} (times depend on the tool: pass --tool)"),
             (Some(written), Some(_)) => written.clone(),
             (None, _) => String::new(),
         };
-        table.push_str(format!("{:<name_width$}  {:<10}  {schedule}", job.name, job.kind).trim_end());
+        table.push_str(
+            format!("{:<name_width$}  {:<10}  {schedule}", job.name, job.kind).trim_end(),
+        );
         table.push('\n');
     }
     table
@@ -110,10 +130,18 @@ fn summary(source: &SourceFile, jobs: usize, problems: &[Problem]) -> String {
         n => format!(", {n} warnings"),
     };
     if errors == 0 {
-        let jobs_text = if jobs == 1 { "1 job".to_owned() } else { format!("{jobs} jobs") };
+        let jobs_text = if jobs == 1 {
+            "1 job".to_owned()
+        } else {
+            format!("{jobs} jobs")
+        };
         format!("{} is valid: {jobs_text}{warnings_text}\n", source.name)
     } else {
-        let errors_text = if errors == 1 { "1 error".to_owned() } else { format!("{errors} errors") };
+        let errors_text = if errors == 1 {
+            "1 error".to_owned()
+        } else {
+            format!("{errors} errors")
+        };
         format!("{} is invalid: {errors_text}{warnings_text}\n", source.name)
     }
 }

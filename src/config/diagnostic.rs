@@ -8,7 +8,9 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
-use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceCode};
+use miette::{
+    Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceCode,
+};
 
 /// How bad a problem is: errors make the file invalid, warnings do not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -159,7 +161,8 @@ impl Diagnostic for Report<'_> {
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
         let span = &self.problem.span;
-        let label = LabeledSpan::new_primary_with_span(self.problem.label.clone(), span.start..span.end);
+        let label =
+            LabeledSpan::new_primary_with_span(self.problem.label.clone(), span.start..span.end);
         Some(Box::new(std::iter::once(label)))
     }
 }
@@ -171,7 +174,9 @@ pub fn render(file: &SourceFile, problems: &[Problem], color: bool) -> String {
     } else {
         GraphicalTheme::unicode_nocolor()
     };
-    let handler = GraphicalReportHandler::new_themed(theme).with_links(false).with_width(100);
+    let handler = GraphicalReportHandler::new_themed(theme)
+        .with_links(false)
+        .with_width(100);
     let mut out = String::new();
     for problem in problems {
         let report = Report::new(file, problem);
@@ -193,8 +198,8 @@ mod tests {
         let file = SourceFile::new("jobs.yaml", "- name: a\n  cömmand: x\n");
         assert_eq!(file.line_column(0), (1, 1));
         assert_eq!(file.line_column(12), (2, 3));
-        // `m` after the two-byte `ö` is the 4th character of the line.
-        assert_eq!(file.line_column(15), (2, 4));
+        // `m` after the two-byte `ö` is the 5th character of the line, though its 6th byte.
+        assert_eq!(file.line_column(15), (2, 5));
     }
 
     #[test]

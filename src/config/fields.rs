@@ -13,13 +13,16 @@ use yaml11::{Node, Value};
 use crate::config::diagnostic::Problem;
 use crate::config::keys::{self, Key, Lookup};
 
+/// A value and the byte range it came from.
+pub(super) type Located<T> = (T, Range<usize>);
+
 /// The byte range of a node in the file.
-pub fn span_of(node: &Node) -> Range<usize> {
+pub(super) fn span_of(node: &Node) -> Range<usize> {
     node.span.start.offset..node.span.end.offset
 }
 
 /// The entries of one job mapping, by key.
-pub struct Fields<'a> {
+pub(super) struct Fields<'a> {
     entries: BTreeMap<Key, Entry<'a>>,
     /// The whole mapping, for problems about a missing key.
     pub span: Range<usize>,
@@ -27,22 +30,22 @@ pub struct Fields<'a> {
 
 /// One key of the mapping and its value.
 #[derive(Clone, Copy)]
-pub struct Entry<'a> {
+pub(super) struct Entry<'a> {
     pub key: &'a Node,
     pub value: &'a Node,
 }
 
 impl Entry<'_> {
-    pub fn key_range(&self) -> Range<usize> {
+    pub(super) fn key_range(&self) -> Range<usize> {
         span_of(self.key)
     }
 
-    pub fn value_range(&self) -> Range<usize> {
+    pub(super) fn value_range(&self) -> Range<usize> {
         span_of(self.value)
     }
 
     /// From the key to the end of the value: what to underline when the entry as a whole is the problem.
-    pub fn range(&self) -> Range<usize> {
+    pub(super) fn range(&self) -> Range<usize> {
         let key = self.key_range();
         key.start..self.value_range().end.max(key.end)
     }
@@ -50,7 +53,7 @@ impl Entry<'_> {
 
 /// A value that is a flag upstream (`continuous`, `webservice`, `filelog`, `no-filelog`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flag {
+pub(super) enum Flag {
     Absent,
     Set,
     /// Present but not `true`: upstream ignores it with a warning.
@@ -59,7 +62,7 @@ pub enum Flag {
 
 impl<'a> Fields<'a> {
     /// Collects the keys of a job mapping, reporting unknown keys, abbreviations and duplicates.
-    pub fn collect(mapping: &'a Node, problems: &mut Vec<Problem>) -> Option<Self> {
+    pub(super) fn collect(mapping: &'a Node, problems: &mut Vec<Problem>) -> Option<Self> {
         let Value::Map(map) = &mapping.value else {
             return None;
         };
@@ -67,13 +70,19 @@ impl<'a> Fields<'a> {
         for (key_node, value) in map.entries() {
             let key_span = span_of(key_node);
             let Value::Str(text) = &key_node.value else {
-                let shown = key_node.value.python_str().unwrap_or_else(|| key_node.value.type_name().to_owned());
+                let shown = key_node
+                    .value
+                    .python_str()
+                    .unwrap_or_else(|| key_node.value.type_name().to_owned());
                 let mut problem = Problem::error(
                     "jobs::unknown_key",
                     key_span,
                     format!("`{shown}` is not a job key"),
                 )
-                .with_label(format!("YAML 1.1 reads this key as the {} `{shown}`", key_node.value.type_name()));
+                .with_label(format!(
+                    "YAML 1.1 reads this key as the {} `{shown}`",
+                    key_node.value.type_name()
+                ));
                 if matches!(key_node.value, Value::Bool(_)) {
                     problem = problem.with_help("keys such as `on`, `off`, `yes` and `no` are booleans in YAML 1.1; quote them if you need them as text");
                 }
@@ -98,15 +107,24 @@ impl<'a> Fields<'a> {
                 }
                 Lookup::Unknown { help } => {
                     problems.push(
-                        Problem::error("jobs::unknown_key", key_span, format!("unknown key `{text}`"))
-                            .with_label("not a job key")
-                            .with_optional_help(help),
+                        Problem::error(
+                            "jobs::unknown_key",
+                            key_span,
+                            format!("unknown key `{text}`"),
+                        )
+                        .with_label("not a job key")
+                        .with_optional_help(help),
                     );
                     continue;
                 }
             };
-            let entry = Entry { key: key_node, value };
-            if let Some(previous) = entries.insert(key, entry) {
+            let entry = Entry {
+                key: key_node,
+                value,
+            };
+            let previous = entries.insert(key, entry);
+            // Keys merged in with `<<: *alias` exist to be overridden; only two explicit entries are a mistake.
+            if let Some(previous) = previous.filter(|previous| previous.key.alias.is_none()) {
                 // Python dicts keep the last value; we do the same, but say so: it is rarely intended.
                 problems.push(
                     Problem::warning(
@@ -128,38 +146,50 @@ impl<'a> Fields<'a> {
         })
     }
 
-    pub fn get(&self, key: Key) -> Option<Entry<'a>> {
+    pub(super) fn get(&self, key: Key) -> Option<Entry<'a>> {
         self.entries.get(&key).copied()
     }
 
-    pub fn has(&self, key: Key) -> bool {
+    pub(super) fn has(&self, key: Key) -> bool {
         self.entries.contains_key(&key)
     }
 
     /// Python's `str()` of a scalar value; a problem for null, sequences and mappings.
-    pub fn text(&self, key: Key, problems: &mut Vec<Problem>) -> Option<(String, Entry<'a>)> {
+    pub(super) fn text(
+        &self,
+        key: Key,
+        problems: &mut Vec<Problem>,
+    ) -> Option<(String, Entry<'a>)> {
         let entry = self.get(key)?;
         match &entry.value.value {
             Value::Null => {
                 problems.push(
-                    Problem::error("jobs::invalid_value", entry.range(), format!("`{key}` has no value"))
-                        .with_label("empty")
-                        .with_help(format!("give `{key}` a value or remove the line")),
+                    Problem::error(
+                        "jobs::invalid_value",
+                        entry.range(),
+                        format!("`{key}` has no value"),
+                    )
+                    .with_label("empty")
+                    .with_help(format!("give `{key}` a value or remove the line")),
                 );
                 None
             }
-            value => match value.python_str() {
-                Some(text) => Some((text, entry)),
-                None => {
+            value => {
+                let text = value.python_str();
+                if text.is_none() {
                     problems.push(type_mismatch(key, entry, "a single value"));
-                    None
                 }
-            },
+                text.map(|text| (text, entry))
+            }
         }
     }
 
     /// An integer the way argparse's `type=int` reads `str(value)`.
-    pub fn integer(&self, key: Key, problems: &mut Vec<Problem>) -> Option<(i64, Entry<'a>)> {
+    pub(super) fn integer(
+        &self,
+        key: Key,
+        problems: &mut Vec<Problem>,
+    ) -> Option<(i64, Entry<'a>)> {
         let (text, entry) = self.text(key, problems)?;
         if let Some(number) = python_int(&text) {
             return Some((number, entry));
@@ -170,13 +200,16 @@ impl<'a> Fields<'a> {
                 entry.value_range(),
                 format!("`{key}` must be a whole number, not `{text}`"),
             )
-            .with_label(format!("read as the {} `{text}`", entry.value.value.type_name())),
+            .with_label(format!(
+                "read as the {} `{text}`",
+                entry.value.value.type_name()
+            )),
         );
         None
     }
 
     /// An integer within `range`, reported with the range when outside.
-    pub fn integer_in(
+    pub(super) fn integer_in(
         &self,
         key: Key,
         range: std::ops::RangeInclusive<i64>,
@@ -203,7 +236,12 @@ impl<'a> Fields<'a> {
     }
 
     /// One of a fixed set of words (argparse `choices`).
-    pub fn choice(&self, key: Key, choices: &[&str], problems: &mut Vec<Problem>) -> Option<(String, Entry<'a>)> {
+    pub(super) fn choice(
+        &self,
+        key: Key,
+        choices: &[&str],
+        problems: &mut Vec<Problem>,
+    ) -> Option<(String, Entry<'a>)> {
         let (text, entry) = self.text(key, problems)?;
         if choices.contains(&text.as_str()) {
             return Some((text, entry));
@@ -221,7 +259,7 @@ impl<'a> Fields<'a> {
     }
 
     /// A flag: only YAML `true` sets it; `legacy` is the string form old `dump` wrote, accepted with a warning.
-    pub fn flag(&self, key: Key, legacy: Option<&str>, problems: &mut Vec<Problem>) -> Flag {
+    pub(super) fn flag(&self, key: Key, legacy: Option<&str>, problems: &mut Vec<Problem>) -> Flag {
         let Some(entry) = self.get(key) else {
             return Flag::Absent;
         };
@@ -240,7 +278,12 @@ impl<'a> Fields<'a> {
                 Flag::Set
             }
             value => {
-                let shown = value.python_str().unwrap_or_else(|| value.type_name().to_owned());
+                let shown = match value {
+                    Value::Str(text) => format!("\"{text}\""),
+                    other => other
+                        .python_str()
+                        .unwrap_or_else(|| other.type_name().to_owned()),
+                };
                 let mut problem = Problem::warning(
                     "jobs::ignored_value",
                     entry.range(),
@@ -263,7 +306,11 @@ impl<'a> Fields<'a> {
     }
 
     /// A list of strings; a single string is taken as a list of one.
-    pub fn strings(&self, key: Key, problems: &mut Vec<Problem>) -> Option<(Vec<(String, Range<usize>)>, Entry<'a>)> {
+    pub(super) fn strings(
+        &self,
+        key: Key,
+        problems: &mut Vec<Problem>,
+    ) -> Option<(Vec<Located<String>>, Entry<'a>)> {
         let entry = self.get(key)?;
         match &entry.value.value {
             Value::Str(text) => Some((vec![(text.clone(), entry.value_range())], entry)),
@@ -277,7 +324,10 @@ impl<'a> Fields<'a> {
                             Problem::error(
                                 "jobs::invalid_type",
                                 span_of(item),
-                                format!("`{key}` must be a list of strings, found a {}", item.value.type_name()),
+                                format!(
+                                    "`{key}` must be a list of strings, found a {}",
+                                    item.value.type_name()
+                                ),
                             )
                             .with_label("not a string"),
                         );
@@ -297,14 +347,17 @@ fn type_mismatch(key: Key, entry: Entry<'_>, expected: &str) -> Problem {
     Problem::error(
         "jobs::invalid_type",
         entry.value_range(),
-        format!("`{key}` must be {expected}, found a {}", entry.value.value.type_name()),
+        format!(
+            "`{key}` must be {expected}, found a {}",
+            entry.value.value.type_name()
+        ),
     )
     .with_label(format!("a {}", entry.value.value.type_name()))
 }
 
 /// Python's `int(text)` for base-10 text: surrounding white space, a sign, and single underscores between
 /// digits are allowed.
-pub fn python_int(text: &str) -> Option<i64> {
+pub(super) fn python_int(text: &str) -> Option<i64> {
     let text = text.trim();
     let (negative, digits) = match text.as_bytes().first()? {
         b'-' => (true, &text[1..]),
@@ -339,7 +392,9 @@ mod tests {
 
     #[test]
     fn python_int_rejects_what_int_rejects() {
-        for text in ["", "2.0", "True", "1e3", "_1", "1_", "1__0", "0x10", "- 1", "five"] {
+        for text in [
+            "", "2.0", "True", "1e3", "_1", "1_", "1__0", "0x10", "- 1", "five",
+        ] {
             assert_eq!(python_int(text), None, "{text:?}");
         }
     }

@@ -53,7 +53,6 @@ impl ImageTable {
     /// The table shipped with this program, used when the cluster's table cannot be read.
     pub fn bundled() -> Self {
         // The bundled file is part of the source tree and a unit test parses it, so this cannot fail at run time.
-        #[expect(clippy::expect_used, reason = "compiled-in data, checked by `bundled_table_parses`")]
         Self::from_yaml(BUNDLED_TABLE).expect("bundled image table is valid")
     }
 
@@ -143,7 +142,9 @@ pub fn parse_image_name(text: &str) -> Result<ImageName, ImageNameError> {
         Some((reference, digest)) => {
             let valid = digest.split_once(':').is_some_and(|(algorithm, hex)| {
                 !algorithm.is_empty()
-                    && algorithm.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+                    && algorithm
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
                     && hex.len() >= 32
                     && hex.bytes().all(|b| b.is_ascii_hexdigit())
             });
@@ -161,14 +162,17 @@ pub fn parse_image_name(text: &str) -> Result<ImageName, ImageNameError> {
     if let Some(tag) = tag {
         let valid = tag.len() <= 128
             && tag.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
-            && tag.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+            && tag
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
         if !valid {
             return Err(invalid("tag", tag));
         }
     }
 
     let mut components: Vec<&str> = path.split('/').collect();
-    let host = (components.len() > 1 && looks_like_host(components[0])).then(|| components.remove(0));
+    let host =
+        (components.len() > 1 && looks_like_host(components[0])).then(|| components.remove(0));
     for component in &components {
         let valid = !component.is_empty()
             && component.starts_with(|c: char| c.is_ascii_alphanumeric())
@@ -219,7 +223,11 @@ mod tests {
             "docker-registry.svc.toolforge.org/toolforge-python311-sssd-web:latest",
             "docker-registry.svc.toolforge.org/toolforge-python311-sssd-web",
         ] {
-            assert_eq!(table.find(name).map(|(short, _)| short), Some("python3.11"), "{name}");
+            assert_eq!(
+                table.find(name).map(|(short, _)| short),
+                Some("python3.11"),
+                "{name}"
+            );
         }
         assert_eq!(table.find("python2.7"), None);
     }
@@ -245,8 +253,11 @@ mod tests {
             }
         );
         let digest = format!("sha256:{}", "a".repeat(64));
-        let ImageName::BuildService { host, digest: parsed, .. } =
-            parse_image_name(&format!("tools-harbor.wmcloud.org/tool-x/y:1@{digest}")).unwrap()
+        let ImageName::BuildService {
+            host,
+            digest: parsed,
+            ..
+        } = parse_image_name(&format!("tools-harbor.wmcloud.org/tool-x/y:1@{digest}")).unwrap()
         else {
             panic!("expected a build-service image");
         };
@@ -256,18 +267,40 @@ mod tests {
 
     #[test]
     fn everything_else_is_prebuilt() {
-        for name in ["python3.11", "tf-php74", "docker-registry.tools.wmflabs.org/toolforge-python311-sssd-web:latest"] {
-            assert_eq!(parse_image_name(name).unwrap(), ImageName::Prebuilt(name.into()));
+        for name in [
+            "python3.11",
+            "tf-php74",
+            "docker-registry.tools.wmflabs.org/toolforge-python311-sssd-web:latest",
+        ] {
+            assert_eq!(
+                parse_image_name(name).unwrap(),
+                ImageName::Prebuilt(name.into())
+            );
         }
     }
 
     #[test]
     fn rejects_malformed_names() {
         assert_eq!(parse_image_name(""), Err(ImageNameError::Empty));
-        assert!(matches!(parse_image_name("python 3"), Err(ImageNameError::WhiteSpace(_))));
-        assert!(matches!(parse_image_name("Python3.11"), Err(ImageNameError::InvalidPart { .. })));
-        assert!(matches!(parse_image_name("tool-x/y:bad tag"), Err(ImageNameError::WhiteSpace(_))));
-        assert!(matches!(parse_image_name("tool-x/y@sha256:zz"), Err(ImageNameError::InvalidPart { .. })));
-        assert!(matches!(parse_image_name("a//b"), Err(ImageNameError::InvalidPart { .. })));
+        assert!(matches!(
+            parse_image_name("python 3"),
+            Err(ImageNameError::WhiteSpace(_))
+        ));
+        assert!(matches!(
+            parse_image_name("Python3.11"),
+            Err(ImageNameError::InvalidPart { .. })
+        ));
+        assert!(matches!(
+            parse_image_name("tool-x/y:bad tag"),
+            Err(ImageNameError::WhiteSpace(_))
+        ));
+        assert!(matches!(
+            parse_image_name("tool-x/y@sha256:zz"),
+            Err(ImageNameError::InvalidPart { .. })
+        ));
+        assert!(matches!(
+            parse_image_name("a//b"),
+            Err(ImageNameError::InvalidPart { .. })
+        ));
     }
 }

@@ -117,11 +117,13 @@ impl fmt::Display for Key {
 
 /// What a key in a job mapping turned out to be.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Lookup {
+pub(super) enum Lookup {
     Exact(Key),
     /// An unambiguous prefix of an upstream option, which argparse accepts.
     Abbreviation(Key),
-    Unknown { help: Option<String> },
+    Unknown {
+        help: Option<String>,
+    },
 }
 
 /// Well-known mistakes and what to say about them.
@@ -131,22 +133,43 @@ const MISTAKES: &[(&str, &str)] = &[
     ("envvars", ENVIRONMENT_HELP),
     ("environment", ENVIRONMENT_HELP),
     ("cmd", "the key is `command`"),
-    ("args", "put the arguments into `command`, e.g. `command: ./bot.py --verbose`"),
+    (
+        "args",
+        "put the arguments into `command`, e.g. `command: ./bot.py --verbose`",
+    ),
     ("cron", "the key is `schedule`, e.g. `schedule: \"@daily\"`"),
-    ("ports", "the key is `port`, and a job exposes one port, e.g. `port: 8000`"),
+    (
+        "ports",
+        "the key is `port`, and a job exposes one port, e.g. `port: 8000`",
+    ),
     ("retries", "the key is `retry`, a number from 0 to 5"),
-    ("time-zone", "the key is `timezone`, e.g. `timezone: Europe/Berlin`"),
-    ("tz", "the key is `timezone`, e.g. `timezone: Europe/Berlin`"),
-    ("type", "the kind of job follows from its keys: `schedule` makes it scheduled, `continuous: true` continuous, neither a one-off"),
-    ("log", "file logging is on by default for pre-built images; use `no-filelog: true` to turn it off"),
-    ("health-check", "use `health-check-script` or `health-check-http`"),
+    (
+        "time-zone",
+        "the key is `timezone`, e.g. `timezone: Europe/Berlin`",
+    ),
+    (
+        "tz",
+        "the key is `timezone`, e.g. `timezone: Europe/Berlin`",
+    ),
+    (
+        "type",
+        "the kind of job follows from its keys: `schedule` makes it scheduled, `continuous: true` continuous, neither a one-off",
+    ),
+    (
+        "log",
+        "file logging is on by default for pre-built images; use `no-filelog: true` to turn it off",
+    ),
+    (
+        "health-check",
+        "use `health-check-script` or `health-check-http`",
+    ),
 ];
 
 const ENVIRONMENT_HELP: &str = "environment variables are not set in jobs.yaml: store them with the envvars service \
      (`toolforge envvars create NAME VALUE`) and every job of the tool sees them";
 
 /// Looks a key up: exact name, argparse-style abbreviation, or unknown with a suggestion.
-pub fn lookup(text: &str) -> Lookup {
+pub(super) fn lookup(text: &str) -> Lookup {
     if let Some(key) = Key::ALL.into_iter().find(|key| key.as_str() == text) {
         return Lookup::Exact(key);
     }
@@ -157,7 +180,9 @@ pub fn lookup(text: &str) -> Lookup {
     }
     let prefixed: Vec<Key> = Key::ALL
         .into_iter()
-        .filter(|key| key.is_upstream_option() && !text.is_empty() && key.as_str().starts_with(text))
+        .filter(|key| {
+            key.is_upstream_option() && !text.is_empty() && key.as_str().starts_with(text)
+        })
         .collect();
     match prefixed.as_slice() {
         [key] => return Lookup::Abbreviation(*key),
@@ -180,7 +205,9 @@ fn nearest(text: &str) -> Option<Key> {
     Key::ALL
         .into_iter()
         .map(|key| (strsim::damerau_levenshtein(&lowered, key.as_str()), key))
-        .filter(|(distance, key)| *distance <= (key.as_str().len() / 3).max(1) || lowered == key.as_str())
+        .filter(|(distance, key)| {
+            *distance <= (key.as_str().len() / 3).max(1) || lowered == key.as_str()
+        })
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, key)| key)
 }

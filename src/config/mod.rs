@@ -49,7 +49,10 @@ pub struct InvalidFile {
 
 impl InvalidFile {
     pub fn error_count(&self) -> usize {
-        self.problems.iter().filter(|problem| problem.is_error()).count()
+        self.problems
+            .iter()
+            .filter(|problem| problem.is_error())
+            .count()
     }
 }
 
@@ -57,7 +60,11 @@ impl InvalidFile {
 pub fn load(source: SourceFile, context: &Context<'_>) -> Result<JobsFile, InvalidFile> {
     let mut problems = Vec::new();
     let jobs = load_jobs(&source, context, &mut problems);
-    problems.sort_by_key(|problem| (problem.span.start, problem.severity));
+    problems.sort_by(|a, b| {
+        (a.span.start, a.severity, &a.message).cmp(&(b.span.start, b.severity, &b.message))
+    });
+    // A mistake inside an anchored mapping is found once per alias that uses it; report it once.
+    problems.dedup();
     if problems.iter().any(Problem::is_error) {
         return Err(InvalidFile { source, problems });
     }
@@ -68,14 +75,21 @@ pub fn load(source: SourceFile, context: &Context<'_>) -> Result<JobsFile, Inval
     })
 }
 
-fn load_jobs(source: &SourceFile, context: &Context<'_>, problems: &mut Vec<Problem>) -> Vec<LocatedJob> {
+fn load_jobs(
+    source: &SourceFile,
+    context: &Context<'_>,
+    problems: &mut Vec<Problem>,
+) -> Vec<LocatedJob> {
     let text = &source.text;
     if text.len() > MAX_FILE_BYTES {
         problems.push(
             Problem::error(
                 "jobs::too_large",
                 0..0,
-                format!("the file is {} bytes; jobs files may be at most {MAX_FILE_BYTES}", text.len()),
+                format!(
+                    "the file is {} bytes; jobs files may be at most {MAX_FILE_BYTES}",
+                    text.len()
+                ),
             )
             .with_help("a jobs file lists jobs; data belongs in other files"),
         );
@@ -89,9 +103,13 @@ fn load_jobs(source: &SourceFile, context: &Context<'_>, problems: &mut Vec<Prob
         Ok(Some(root)) => root,
         Ok(None) => {
             problems.push(
-                Problem::error("jobs::empty_file", 0..text.len(), "the file defines no jobs")
-                    .with_label("empty")
-                    .with_help(EXAMPLE_HELP),
+                Problem::error(
+                    "jobs::empty_file",
+                    0..text.len(),
+                    "the file defines no jobs",
+                )
+                .with_label("empty")
+                .with_help(EXAMPLE_HELP),
             );
             return Vec::new();
         }
@@ -106,9 +124,13 @@ fn load_jobs(source: &SourceFile, context: &Context<'_>, problems: &mut Vec<Prob
     };
     if items.is_empty() {
         problems.push(
-            Problem::error("jobs::empty_file", span_of(&root), "the file defines no jobs")
-                .with_label("an empty list")
-                .with_help(EXAMPLE_HELP),
+            Problem::error(
+                "jobs::empty_file",
+                span_of(&root),
+                "the file defines no jobs",
+            )
+            .with_label("an empty list")
+            .with_help(EXAMPLE_HELP),
         );
         return Vec::new();
     }
@@ -117,7 +139,10 @@ fn load_jobs(source: &SourceFile, context: &Context<'_>, problems: &mut Vec<Prob
             Problem::error(
                 "jobs::too_many_jobs",
                 span_of(&root),
-                format!("the file defines {} jobs; at most {MAX_JOBS} are supported", items.len()),
+                format!(
+                    "the file defines {} jobs; at most {MAX_JOBS} are supported",
+                    items.len()
+                ),
             )
             .with_help("split the jobs over several files and apply each with its own `--set`"),
         );
@@ -131,7 +156,12 @@ fn load_jobs(source: &SourceFile, context: &Context<'_>, problems: &mut Vec<Prob
             continue;
         };
         if let Some(&first) = first_by_name.get(&job.name) {
-            problems.push(duplicate_name(item, &job.name, source, jobs[first].span.start));
+            problems.push(duplicate_name(
+                item,
+                &job.name,
+                source,
+                jobs[first].span.start,
+            ));
             continue;
         }
         first_by_name.insert(job.name.clone(), jobs.len());
@@ -175,33 +205,50 @@ fn duplicate_name(item: &Node, name: &str, source: &SourceFile, first_offset: us
             .map_or_else(|| span_of(item), |(_, value)| span_of(value)),
         _ => span_of(item),
     };
-    Problem::error("jobs::duplicate_name", span, format!("job `{name}` is defined twice"))
-        .with_label("second definition")
-        .with_help(format!(
-            "the first definition is on line {first_line}; rename one of them or remove the duplicate"
-        ))
+    Problem::error(
+        "jobs::duplicate_name",
+        span,
+        format!("job `{name}` is defined twice"),
+    )
+    .with_label("second definition")
+    .with_help(format!(
+        "the first definition is on line {first_line}; rename one of them or remove the duplicate"
+    ))
 }
 
 fn syntax_problem(text: &str, error: &yaml11::Error) -> Problem {
     let start = error.span.start.offset.min(text.len());
     let end = error.span.end.offset.clamp(start, text.len());
     let line_start = text[..start].rfind('\n').map_or(0, |newline| newline + 1);
-    let line_end = text[start..].find('\n').map_or(text.len(), |newline| start + newline);
+    let line_end = text[start..]
+        .find('\n')
+        .map_or(text.len(), |newline| start + newline);
     let line = &text[line_start..line_end];
-    let help = if line.contains(": @") || line.contains(":@") || line.trim_start().starts_with("- @") {
-        Some("a value that starts with `@` must be quoted in YAML: `schedule: \"@daily\"`".to_owned())
-    } else if line.starts_with('\t') || text[line_start..start].contains('\t') {
-        Some("YAML does not allow tabs for indentation; indent with spaces".to_owned())
-    } else if let yaml11::ErrorKind::LimitExceeded(_) = error.kind {
-        Some("jobs files are small; this one expands into too much data (aliases of aliases?)".to_owned())
-    } else {
-        None
-    };
+    let help =
+        if line.contains(": @") || line.contains(":@") || line.trim_start().starts_with("- @") {
+            Some(
+                "a value that starts with `@` must be quoted in YAML: `schedule: \"@daily\"`"
+                    .to_owned(),
+            )
+        } else if error.message.contains("tab") || error.message.contains("'\\t'") {
+            Some("YAML does not allow tabs for indentation; indent with spaces".to_owned())
+        } else if let yaml11::ErrorKind::LimitExceeded(_) = error.kind {
+            Some(
+                "jobs files are small; this one expands into too much data (aliases of aliases?)"
+                    .to_owned(),
+            )
+        } else {
+            None
+        };
     let mut message = error.message.clone();
     if let Some((context, _)) = &error.context {
         message = format!("{message} ({context})");
     }
-    Problem::error("jobs::yaml_syntax", start..end, format!("invalid YAML: {message}"))
-        .with_label("here")
-        .with_optional_help(help)
+    Problem::error(
+        "jobs::yaml_syntax",
+        start..end,
+        format!("invalid YAML: {message}"),
+    )
+    .with_label("here")
+    .with_optional_help(help)
 }

@@ -59,7 +59,9 @@ impl Quantity {
         // Bring 10^-scale into nano-units (10^-9): multiply by 10^(9 - scale), truncating sub-nano digits.
         let shift = 9 - scale;
         if shift >= 0 {
-            let factor = 10_i128.checked_pow(shift.unsigned_abs()).ok_or_else(too_large)?;
+            let factor = 10_i128
+                .checked_pow(shift.unsigned_abs())
+                .ok_or_else(too_large)?;
             nanos = nanos.checked_mul(factor).ok_or_else(too_large)?;
         } else {
             nanos = 10_i128
@@ -87,7 +89,10 @@ impl Quantity {
     }
 
     /// The value as a float, for upstream's float-based normalisation.
-    #[expect(clippy::cast_precision_loss, reason = "upstream normalises through floats as well")]
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "upstream normalises through floats as well"
+    )]
     pub fn to_f64(&self) -> f64 {
         self.nanos as f64 / NANOS_PER_UNIT as f64
     }
@@ -129,7 +134,8 @@ fn suffix_scale(suffix: &str) -> Option<(i128, i32)> {
         _ => {
             let exponent = suffix.strip_prefix(['e', 'E'])?;
             let digits = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
-            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || digits.len() > 3 {
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || digits.len() > 3
+            {
                 return None;
             }
             decimal(exponent.parse().ok()?)
@@ -175,8 +181,13 @@ mod tests {
 
     #[test]
     fn rejects_what_kubernetes_rejects() {
-        for text in ["", "Gi", "1GB", "1 Gi", "one", "1.2.3", "1gi", "0x10", "1e", ".", "1e1000", "--1"] {
-            assert!(Quantity::parse(text).is_err(), "{text:?} should be rejected");
+        for text in [
+            "", "Gi", "1GB", "1 Gi", "one", "1.2.3", "1gi", "0x10", "1e", ".", "1e1000", "--1",
+        ] {
+            assert!(
+                Quantity::parse(text).is_err(),
+                "{text:?} should be rejected"
+            );
         }
     }
 
@@ -184,7 +195,9 @@ mod tests {
     fn huge_values_are_errors_not_overflows() {
         assert_eq!(
             Quantity::parse("99999999999999999999999999999999999Ei"),
-            Err(QuantityError::TooLarge("99999999999999999999999999999999999Ei".into()))
+            Err(QuantityError::TooLarge(
+                "99999999999999999999999999999999999Ei".into()
+            ))
         );
     }
 }

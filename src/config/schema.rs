@@ -23,7 +23,10 @@ pub const SCHEMA_ID: &str = "https://toolforge-jobs.toolforge.org/schema/jobs.sc
 pub struct JobFormat {
     /// Name of the job and of its Kubernetes objects: lowercase letters, digits, `-` and `.`, starting and ending
     /// with a letter or digit, at most 52 characters.
-    #[schemars(length(min = 1, max = 52), regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"))]
+    #[schemars(
+        length(min = 1, max = 52),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+    )]
     pub name: String,
     /// Shell command to run, from the tool's home directory. Required except for webservice jobs.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -178,7 +181,6 @@ pub enum RerunFormat {
 pub fn json_schema() -> String {
     let schema = schemars::schema_for!(JobsFileFormat);
     // Serialising a `serde_json::Value`-backed schema cannot fail.
-    #[expect(clippy::expect_used, reason = "a schemars Schema is a JSON value")]
     let mut text = serde_json::to_string_pretty(&schema).expect("schema serialises");
     text.push('\n');
     text
@@ -192,7 +194,9 @@ mod tests {
     #[test]
     fn schema_properties_are_exactly_the_loader_keys() {
         let schema: serde_json::Value = serde_json::from_str(&json_schema()).unwrap();
-        let properties = schema["$defs"]["JobFormat"]["properties"].as_object().unwrap();
+        let properties = schema["$defs"]["JobFormat"]["properties"]
+            .as_object()
+            .unwrap();
         let mut in_schema: Vec<&str> = properties.keys().map(String::as_str).collect();
         let mut in_loader: Vec<&str> = Key::ALL.iter().map(|key| key.as_str()).collect();
         in_schema.sort_unstable();

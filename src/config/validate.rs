@@ -34,7 +34,11 @@ pub const MAX_NAME_LENGTH: usize = 52;
 pub const DEFAULT_WAIT_SECONDS: u64 = 600;
 
 /// Validates one job mapping; `None` when it has errors (all of them pushed to `problems`).
-pub fn job(mapping: &Node, context: &Context<'_>, problems: &mut Vec<Problem>) -> Option<Job> {
+pub(super) fn job(
+    mapping: &Node,
+    context: &Context<'_>,
+    problems: &mut Vec<Problem>,
+) -> Option<Job> {
     let errors_before = count_errors(problems);
     let Some(fields) = Fields::collect(mapping, problems) else {
         problems.push(not_a_mapping(mapping));
@@ -52,14 +56,29 @@ pub fn job(mapping: &Node, context: &Context<'_>, problems: &mut Vec<Problem>) -
     let cpu = quantity(&fields, Key::Cpu, problems);
     let mount = fields
         .choice(Key::Mount, &["all", "none"], problems)
-        .map(|(text, entry)| (if text == "all" { Mount::All } else { Mount::None }, entry));
+        .map(|(text, entry)| {
+            (
+                if text == "all" {
+                    Mount::All
+                } else {
+                    Mount::None
+                },
+                entry,
+            )
+        });
     let file_log = file_log(&fields, problems);
     let trigger = fields.text(Key::Trigger, problems).map(|(text, _)| text);
     let trigger_files = trigger_files(&fields, context, problems);
 
     if let Some(kind) = &kind {
-        if command.is_none() && !fields.has(Key::Command) && !matches!(kind, JobKind::Webservice(_)) {
-            problems.push(missing(&fields, mapping, Key::Command, "the shell command the job runs, e.g. `command: ./bot.py`"));
+        if command.is_none() && !fields.has(Key::Command) && !matches!(kind, JobKind::Webservice(_))
+        {
+            problems.push(missing(
+                &fields,
+                mapping,
+                Key::Command,
+                "the shell command the job runs, e.g. `command: ./bot.py`",
+            ));
         }
         check_file_log(&fields, kind, &file_log, image.as_ref(), mount, problems);
     }
@@ -121,17 +140,20 @@ fn missing(fields: &Fields<'_>, mapping: &Node, key: Key, what: &str) -> Problem
     let span = fields.span.clone();
     // Underline only the first line of the mapping: the whole job would drown the message.
     let first_line_end = span.start + mapping_first_line_length(mapping).min(span.len());
-    Problem::error("jobs::missing_key", span.start..first_line_end, format!("job has no `{key}`"))
-        .with_label(format!("`{key}` missing in this job"))
-        .with_help(format!("add `{key}:` with {what}"))
+    Problem::error(
+        "jobs::missing_key",
+        span.start..first_line_end,
+        format!("job has no `{key}`"),
+    )
+    .with_label(format!("`{key}` missing in this job"))
+    .with_help(format!("add `{key}:` with {what}"))
 }
 
 fn mapping_first_line_length(mapping: &Node) -> usize {
     match &mapping.value {
-        Value::Map(map) => map
-            .entries()
-            .first()
-            .map_or(0, |(key, value)| span_of(value).end.saturating_sub(span_of(key).start)),
+        Value::Map(map) => map.entries().first().map_or(0, |(key, value)| {
+            span_of(value).end.saturating_sub(span_of(key).start)
+        }),
         _ => 0,
     }
 }
@@ -140,9 +162,13 @@ fn name(fields: &Fields<'_>, problems: &mut Vec<Problem>) -> Option<String> {
     let Some((name, entry)) = fields.text(Key::Name, problems) else {
         if !fields.has(Key::Name) {
             problems.push(
-                Problem::error("jobs::missing_key", fields.span.start..fields.span.start, "job has no `name`")
-                    .with_label("this job")
-                    .with_help("add `name:` with the job's name, e.g. `name: update-index`"),
+                Problem::error(
+                    "jobs::missing_key",
+                    fields.span.start..fields.span.start,
+                    "job has no `name`",
+                )
+                .with_label("this job")
+                .with_help("add `name:` with the job's name, e.g. `name: update-index`"),
             );
         }
         return None;
@@ -184,17 +210,27 @@ pub fn is_dns_subdomain(name: &str) -> bool {
             !label.is_empty()
                 && label.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
                 && label.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-                && label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         })
 }
 
-fn image(fields: &Fields<'_>, context: &Context<'_>, problems: &mut Vec<Problem>) -> Option<(String, ImageName)> {
+fn image(
+    fields: &Fields<'_>,
+    context: &Context<'_>,
+    problems: &mut Vec<Problem>,
+) -> Option<(String, ImageName)> {
     let Some((text, entry)) = fields.text(Key::Image, problems) else {
         if !fields.has(Key::Image) {
             problems.push(
-                Problem::error("jobs::missing_key", fields.span.start..fields.span.start, "job has no `image`")
-                    .with_label("this job")
-                    .with_help(image_help(context.images)),
+                Problem::error(
+                    "jobs::missing_key",
+                    fields.span.start..fields.span.start,
+                    "job has no `image`",
+                )
+                .with_label("this job")
+                .with_help(image_help(context.images)),
             );
         }
         return None;
@@ -203,9 +239,13 @@ fn image(fields: &Fields<'_>, context: &Context<'_>, problems: &mut Vec<Problem>
         Ok(image_name) => image_name,
         Err(error) => {
             problems.push(
-                Problem::error("jobs::invalid_image", entry.value_range(), error.to_string())
-                    .with_label("not an image name")
-                    .with_help(image_help(context.images)),
+                Problem::error(
+                    "jobs::invalid_image",
+                    entry.value_range(),
+                    error.to_string(),
+                )
+                .with_label("not an image name")
+                .with_help(image_help(context.images)),
             );
             return None;
         }
@@ -231,7 +271,10 @@ fn image(fields: &Fields<'_>, context: &Context<'_>, problems: &mut Vec<Problem>
                     format!("image `{short}` is deprecated"),
                 )
                 .with_label("deprecated")
-                .with_help(format!("move to a current image: {}", stable_list(context.images))),
+                .with_help(format!(
+                    "move to a current image: {}",
+                    stable_list(context.images)
+                )),
             ),
             Some(_) => {}
         }
@@ -247,31 +290,53 @@ fn image_help(images: &ImageTable) -> String {
 }
 
 fn stable_list(images: &ImageTable) -> String {
-    images.stable_names().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", ")
+    images
+        .stable_names()
+        .map(|name| format!("`{name}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn quantity(fields: &Fields<'_>, key: Key, problems: &mut Vec<Problem>) -> Option<Quantity> {
     let (text, entry) = fields.text(key, problems)?;
-    let example = if key == Key::Mem { "`512Mi` or `2Gi`" } else { "`0.5`, `500m` or `2`" };
+    let example = if key == Key::Mem {
+        "`512Mi` or `2Gi`"
+    } else {
+        "`0.5`, `500m` or `2`"
+    };
     match Quantity::parse(&text) {
         Ok(quantity) if quantity.is_positive() => Some(quantity),
         Ok(_) => {
             problems.push(
-                Problem::error("jobs::invalid_quantity", entry.value_range(), format!("`{key}` must be greater than zero"))
-                    .with_label("not positive")
-                    .with_help(format!("write a quantity such as {example}")),
+                Problem::error(
+                    "jobs::invalid_quantity",
+                    entry.value_range(),
+                    format!("`{key}` must be greater than zero"),
+                )
+                .with_label("not positive")
+                .with_help(format!("write a quantity such as {example}")),
             );
             None
         }
         Err(error) => {
             let mut help = format!("write a quantity such as {example}");
-            if key == Key::Mem && (text.ends_with("GB") || text.ends_with("MB") || text.ends_with('g') || text.ends_with('m')) {
-                help = "Kubernetes writes binary units as `Mi` and `Gi`, e.g. `512Mi` or `2Gi`".to_owned();
+            if key == Key::Mem
+                && (text.ends_with("GB")
+                    || text.ends_with("MB")
+                    || text.ends_with('g')
+                    || text.ends_with('m'))
+            {
+                "Kubernetes writes binary units as `Mi` and `Gi`, e.g. `512Mi` or `2Gi`"
+                    .clone_into(&mut help);
             }
             problems.push(
-                Problem::error("jobs::invalid_quantity", entry.value_range(), format!("`{key}`: {error}"))
-                    .with_label("not a Kubernetes quantity")
-                    .with_help(help),
+                Problem::error(
+                    "jobs::invalid_quantity",
+                    entry.value_range(),
+                    format!("`{key}`: {error}"),
+                )
+                .with_label("not a Kubernetes quantity")
+                .with_help(help),
             );
             None
         }
@@ -301,8 +366,12 @@ fn file_log(fields: &Fields<'_>, problems: &mut Vec<Problem>) -> FileLog {
     };
     FileLog {
         enabled,
-        stdout: fields.text(Key::FilelogStdout, problems).map(|(text, _)| text),
-        stderr: fields.text(Key::FilelogStderr, problems).map(|(text, _)| text),
+        stdout: fields
+            .text(Key::FilelogStdout, problems)
+            .map(|(text, _)| text),
+        stderr: fields
+            .text(Key::FilelogStderr, problems)
+            .map(|(text, _)| text),
     }
 }
 
@@ -315,12 +384,21 @@ fn check_file_log(
     problems: &mut Vec<Problem>,
 ) {
     if matches!(kind, JobKind::Webservice(_)) {
-        for key in [Key::Filelog, Key::NoFilelog, Key::FilelogStdout, Key::FilelogStderr] {
+        for key in [
+            Key::Filelog,
+            Key::NoFilelog,
+            Key::FilelogStdout,
+            Key::FilelogStderr,
+        ] {
             if let Some(entry) = fields.get(key) {
                 problems.push(
-                    Problem::error("jobs::not_for_kind", entry.range(), format!("`{key}` is not valid for webservice jobs"))
-                        .with_label("webservice jobs log to the web service's log")
-                        .with_help(format!("remove `{key}`")),
+                    Problem::error(
+                        "jobs::not_for_kind",
+                        entry.range(),
+                        format!("`{key}` is not valid for webservice jobs"),
+                    )
+                    .with_label("webservice jobs log to the web service's log")
+                    .with_help(format!("remove `{key}`")),
                 );
             }
         }
@@ -331,9 +409,13 @@ fn check_file_log(
     }
     match mount {
         Some((Mount::None, entry)) => problems.push(
-            Problem::error("jobs::filelog_needs_mount", entry.range(), "file logging requires `mount: all`")
-                .with_label("log files live on the tool's storage, which `mount: none` leaves out")
-                .with_help("use `mount: all`, or remove `filelog: true`"),
+            Problem::error(
+                "jobs::filelog_needs_mount",
+                entry.range(),
+                "file logging requires `mount: all`",
+            )
+            .with_label("log files live on the tool's storage, which `mount: none` leaves out")
+            .with_help("use `mount: all`, or remove `filelog: true`"),
         ),
         None if image.is_some_and(|(_, name)| name.is_build_service()) => {
             if let Some(entry) = fields.get(Key::Filelog) {
@@ -352,7 +434,11 @@ fn check_file_log(
     }
 }
 
-fn trigger_files(fields: &Fields<'_>, context: &Context<'_>, problems: &mut Vec<Problem>) -> Vec<String> {
+fn trigger_files(
+    fields: &Fields<'_>,
+    context: &Context<'_>,
+    problems: &mut Vec<Problem>,
+) -> Vec<String> {
     let Some((globs, _)) = fields.strings(Key::TriggerFiles, problems) else {
         return Vec::new();
     };
@@ -366,7 +452,10 @@ fn trigger_files(fields: &Fields<'_>, context: &Context<'_>, problems: &mut Vec<
             Some("patterns may not leave the directory of the jobs file")
         } else if glob::Pattern::new(&glob).is_err() {
             Some("not a valid glob pattern")
-        } else if context.count_trigger_files.is_some_and(|count| count(&glob) == 0) {
+        } else if context
+            .count_trigger_files
+            .is_some_and(|count| count(&glob) == 0)
+        {
             Some("matches no files")
         } else {
             None
@@ -384,7 +473,12 @@ fn trigger_files(fields: &Fields<'_>, context: &Context<'_>, problems: &mut Vec<
 }
 
 /// Which of `schedule`, `continuous`, `webservice` and `wait` decide the kind.
-fn kind(fields: &Fields<'_>, job_name: &str, context: &Context<'_>, problems: &mut Vec<Problem>) -> Option<JobKind> {
+fn kind(
+    fields: &Fields<'_>,
+    job_name: &str,
+    context: &Context<'_>,
+    problems: &mut Vec<Problem>,
+) -> Option<JobKind> {
     let continuous = fields.flag(Key::Continuous, None, problems) == Flag::Set;
     let webservice = fields.flag(Key::Webservice, None, problems) == Flag::Set;
     let wait = wait(fields, problems);
@@ -400,7 +494,9 @@ fn kind(fields: &Fields<'_>, job_name: &str, context: &Context<'_>, problems: &m
     .filter_map(|(present, key)| present.then_some(key))
     .collect();
     if let [first, second, ..] = deciding.as_slice() {
-        let span = fields.get(*second).map_or(fields.span.clone(), |entry| entry.range());
+        let span = fields
+            .get(*second)
+            .map_or(fields.span.clone(), |entry| entry.range());
         problems.push(
             Problem::error(
                 "jobs::conflicting_keys",
@@ -418,7 +514,13 @@ fn kind(fields: &Fields<'_>, job_name: &str, context: &Context<'_>, problems: &m
         .map(|(retry, _)| u8::try_from(retry).unwrap_or(u8::MAX));
     let rerun = fields
         .choice(Key::Rerun, &["on-change", "always"], problems)
-        .map(|(text, _)| if text == "always" { Rerun::Always } else { Rerun::OnChange });
+        .map(|(text, _)| {
+            if text == "always" {
+                Rerun::Always
+            } else {
+                Rerun::OnChange
+            }
+        });
     let timeout = fields
         .integer_in(Key::Timeout, 0..=i64::MAX, problems)
         .map(|(timeout, _)| timeout.unsigned_abs());
@@ -446,9 +548,13 @@ fn wait(fields: &Fields<'_>, problems: &mut Vec<Problem>) -> Option<u64> {
         Value::Bool(true) => Some(DEFAULT_WAIT_SECONDS),
         Value::Bool(false) => {
             problems.push(
-                Problem::warning("jobs::ignored_value", entry.range(), "`wait: false` has no effect; the key is ignored")
-                    .with_label("ignored")
-                    .with_help("remove `wait: false`"),
+                Problem::warning(
+                    "jobs::ignored_value",
+                    entry.range(),
+                    "`wait: false` has no effect; the key is ignored",
+                )
+                .with_label("ignored")
+                .with_help("remove `wait: false`"),
             );
             None
         }
@@ -496,35 +602,59 @@ fn service(fields: &Fields<'_>, problems: &mut Vec<Problem>) -> Service {
         (None, Some((path, entry))) => {
             if port.is_none() && !fields.has(Key::Port) {
                 problems.push(
-                    Problem::error("jobs::missing_key", entry.range(), "`health-check-http` requires `port`")
-                        .with_label("checks an HTTP path on the job's port")
-                        .with_help("add `port:` with the port the job listens on"),
+                    Problem::error(
+                        "jobs::missing_key",
+                        entry.range(),
+                        "`health-check-http` requires `port`",
+                    )
+                    .with_label("checks an HTTP path on the job's port")
+                    .with_help("add `port:` with the port the job listens on"),
                 );
             }
             Some(HealthCheck::Http(path))
         }
         (None, None) => None,
     };
-    let publish = fields.text(Key::Publish, problems).and_then(|(path, entry)| {
-        if path != "/" {
-            problems.push(
-                Problem::error("jobs::invalid_value", entry.value_range(), format!("`publish` must be `/`, not `{path}`"))
+    let publish = fields
+        .text(Key::Publish, problems)
+        .and_then(|(path, entry)| {
+            if path != "/" {
+                problems.push(
+                    Problem::error(
+                        "jobs::invalid_value",
+                        entry.value_range(),
+                        format!("`publish` must be `/`, not `{path}`"),
+                    )
                     .with_label("only `/` can be published")
-                    .with_help("write `publish: /` to expose the job at https://<tool>.toolforge.org/"),
-            );
-            return None;
-        }
-        match port {
-            Some(Port { protocol: Protocol::Tcp, .. }) => {}
-            _ => problems.push(
-                Problem::error("jobs::missing_key", entry.range(), "`publish` requires a TCP `port`")
+                    .with_help(
+                        "write `publish: /` to expose the job at https://<tool>.toolforge.org/",
+                    ),
+                );
+                return None;
+            }
+            match port {
+                Some(Port {
+                    protocol: Protocol::Tcp,
+                    ..
+                }) => {}
+                _ => problems.push(
+                    Problem::error(
+                        "jobs::missing_key",
+                        entry.range(),
+                        "`publish` requires a TCP `port`",
+                    )
                     .with_label("needs a port to route to")
                     .with_help("add `port:` with the TCP port the job serves HTTP on"),
-            ),
-        }
-        Some(path)
-    });
-    Service { replicas, port, health_check, publish }
+                ),
+            }
+            Some(path)
+        });
+    Service {
+        replicas,
+        port,
+        health_check,
+        publish,
+    }
 }
 
 fn port(fields: &Fields<'_>, problems: &mut Vec<Problem>) -> Option<Port> {
@@ -533,7 +663,9 @@ fn port(fields: &Fields<'_>, problems: &mut Vec<Problem>) -> Option<Port> {
         Some((number, protocol)) => (number, Some(protocol)),
         None => (text.as_str(), None),
     };
-    let number = crate::config::fields::python_int(number).and_then(|n| u16::try_from(n).ok()).filter(|n| *n > 0);
+    let number = crate::config::fields::python_int(number)
+        .and_then(|n| u16::try_from(n).ok())
+        .filter(|n| *n > 0);
     let protocol = match protocol {
         None | Some("tcp") => Some(Protocol::Tcp),
         Some("udp") => Some(Protocol::Udp),
@@ -560,7 +692,10 @@ fn parse_schedule(
     match schedule::parse(&text, context.tool, job_name) {
         Ok(parsed) => {
             for warning in schedule::warnings(&parsed) {
-                problems.push(Problem::warning("jobs::schedule", entry.value_range(), warning).with_label("this schedule"));
+                problems.push(
+                    Problem::warning("jobs::schedule", entry.value_range(), warning)
+                        .with_label("this schedule"),
+                );
             }
             Some(parsed)
         }
@@ -605,11 +740,27 @@ fn check_keys_for_kind(fields: &Fields<'_>, kind: &JobKind, problems: &mut Vec<P
         (Key::Replicas, long_running, "continuous jobs"),
         (Key::HealthCheckScript, long_running, "continuous jobs"),
         (Key::HealthCheckHttp, long_running, "continuous jobs"),
-        (Key::Publish, matches!(kind, JobKind::Continuous(_)), "continuous jobs"),
-        (Key::Timeout, matches!(kind, JobKind::Scheduled { .. }), "scheduled jobs"),
-        (Key::Timezone, matches!(kind, JobKind::Scheduled { .. }), "scheduled jobs"),
+        (
+            Key::Publish,
+            matches!(kind, JobKind::Continuous(_)),
+            "continuous jobs",
+        ),
+        (
+            Key::Timeout,
+            matches!(kind, JobKind::Scheduled { .. }),
+            "scheduled jobs",
+        ),
+        (
+            Key::Timezone,
+            matches!(kind, JobKind::Scheduled { .. }),
+            "scheduled jobs",
+        ),
         (Key::Retry, !long_running, "one-off and scheduled jobs"),
-        (Key::Rerun, matches!(kind, JobKind::OneOff { .. }), "one-off jobs"),
+        (
+            Key::Rerun,
+            matches!(kind, JobKind::OneOff { .. }),
+            "one-off jobs",
+        ),
     ];
     for (key, allowed, kinds) in rules {
         if allowed {
@@ -620,7 +771,10 @@ fn check_keys_for_kind(fields: &Fields<'_>, kind: &JobKind, problems: &mut Vec<P
                 Problem::error(
                     "jobs::not_for_kind",
                     entry.range(),
-                    format!("`{key}` is only valid for {kinds}, and this is a {} job", kind.label()),
+                    format!(
+                        "`{key}` is only valid for {kinds}, and this is a {} job",
+                        kind.label()
+                    ),
                 )
                 .with_label(format!("not valid for a {} job", kind.label()))
                 .with_help(kind_help(key)),
@@ -631,7 +785,11 @@ fn check_keys_for_kind(fields: &Fields<'_>, kind: &JobKind, problems: &mut Vec<P
 
 fn kind_help(key: Key) -> String {
     match key {
-        Key::Port | Key::Replicas | Key::HealthCheckScript | Key::HealthCheckHttp | Key::Publish => {
+        Key::Port
+        | Key::Replicas
+        | Key::HealthCheckScript
+        | Key::HealthCheckHttp
+        | Key::Publish => {
             format!("add `continuous: true` to make this a continuous job, or remove `{key}`")
         }
         Key::Timeout | Key::Timezone => format!("add a `schedule`, or remove `{key}`"),

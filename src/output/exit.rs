@@ -79,7 +79,10 @@ mod tests {
         ];
         for status in all {
             let line = format!("  {:<5}", status.code());
-            assert!(EXIT_CODES_HELP.contains(&line), "{status:?} missing from the help table");
+            assert!(
+                EXIT_CODES_HELP.contains(&line),
+                "{status:?} missing from the help table"
+            );
         }
     }
 }

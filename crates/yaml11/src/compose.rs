@@ -123,9 +123,15 @@ impl Composer<'_, '_> {
         let start = parser_span
             .tag_start
             .map_or(span.start, |mark| self.mark(&mark));
-        let full_tag = event
+        let mut full_tag = event
             .tag()
             .map(|tag| format!("{}{}", tag.handle(), tag.suffix()));
+        if let Some(tag_span) = parser_span.tag_span()
+            && let Some(extra) = pyyaml_syntax::check_tag_end(self.source, self.span(&tag_span))?
+            && let Some(tag) = &mut full_tag
+        {
+            tag.push_str(&extra);
+        }
         match event {
             Event::DocumentStart(..) => self.start_document(span),
             Event::Scalar(text, style, anchor_id, _) => self.add_scalar(

@@ -160,3 +160,32 @@ pub(crate) fn check_anchor_name(source: &str, span: Span, what: &str) -> Result<
     )
     .with_context(format!("while scanning an {what}"), span))
 }
+
+/// Whether PyYAML's tag scanner (`scan_tag_uri`) takes `byte` as part of a tag.
+fn is_tag_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"-;/?:@&=+$,_.!~*'()[]%".contains(&byte)
+}
+
+/// PyYAML reads a tag up to the first byte outside the URI alphabet, which takes in `,`, `[`
+/// and `]` where granit-parser stops in flow context, and then requires a space or a line
+/// break. Returns what PyYAML adds to the tag, if anything; the caller appends it, so the
+/// tag is then unknown, as it is to PyYAML.
+pub(crate) fn check_tag_end(source: &str, tag: Span) -> Result<Option<String>> {
+    let rest = source.get(tag.end.offset..).unwrap_or_default();
+    let extra = rest.bytes().take_while(|byte| is_tag_byte(*byte)).count();
+    match rest[extra..].chars().next() {
+        None | Some(' ' | '\r' | '\n') => Ok((extra > 0).then(|| rest[..extra].to_owned())),
+        Some(found) => {
+            let at = mark_at(source, tag.end.offset + extra);
+            Err(Error::new(
+                ErrorKind::Syntax,
+                format!(
+                    "expected ' ', but found {}",
+                    crate::integer::python_repr(&found.to_string())
+                ),
+                Span::point(at),
+            )
+            .with_context("while scanning a tag", tag))
+        }
+    }
+}

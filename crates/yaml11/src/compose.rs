@@ -210,6 +210,14 @@ impl Composer<'_, '_> {
         anchor_id: usize,
         (span, start): (Span, Mark),
     ) -> Result<()> {
+        let is_block = matches!(style, ScalarStyle::Literal | ScalarStyle::Folded);
+        // PyYAML's block scalar starts at its `|` or `>` header; granit's span starts at the text.
+        let start = if is_block && start == span.start {
+            pyyaml_syntax::block_scalar_header(self.source, span.start.offset)
+                .map_or(start, |offset| crate::span::mark_at(self.source, offset))
+        } else {
+            start
+        };
         // granit reports an omitted value as a plain "~" with an empty span; PyYAML
         // sees an empty scalar, which matters for `!!str` and for the null resolver.
         let omitted = style == ScalarStyle::Plain && span.is_empty();

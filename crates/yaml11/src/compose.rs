@@ -214,7 +214,9 @@ impl Composer<'_, '_> {
         // PyYAML's block scalar starts at its `|` or `>` header; granit's span starts at the text.
         let start = if is_block && start == span.start {
             pyyaml_syntax::block_scalar_header(self.source, span.start.offset)
-                .map_or(start, |offset| crate::span::mark_at(self.source, offset))
+                .map_or(start, |offset| {
+                    crate::span::mark_before(self.source, start, offset)
+                })
         } else {
             start
         };

@@ -197,7 +197,7 @@ impl Composer<'_, '_> {
                 });
                 Ok(())
             }
-            // Stream and document boundaries carry no data; comments are switched off.
+            // Stream and document boundaries carry no data.
             _ => Ok(()),
         }
     }
@@ -226,7 +226,9 @@ impl Composer<'_, '_> {
         let block_indent = match style {
             ScalarStyle::Plain => None,
             ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => Some(None),
-            ScalarStyle::Literal | ScalarStyle::Folded => Some(Some(span.start.column - 1)),
+            ScalarStyle::Literal | ScalarStyle::Folded => {
+                Some(Some(span.start.column.saturating_sub(1)))
+            }
         };
         if let Some(block_indent) = block_indent {
             self.tab_regions.push(TabRegion {
@@ -237,13 +239,14 @@ impl Composer<'_, '_> {
         if omitted && anchor_id == 0 && full_tag.is_none() {
             self.check_empty_key(span)?;
         }
-        if matches!(style, ScalarStyle::Literal | ScalarStyle::Folded)
+        if is_block
             && self.stack.is_empty()
             && !text.is_empty()
             && span.start.column == 1
-            && self.source[span.start.offset..]
-                .chars()
-                .next()
+            && self
+                .source
+                .get(span.start.offset..)
+                .and_then(|rest| rest.chars().next())
                 .is_some_and(|first| !first.is_whitespace())
         {
             // PyYAML indents a top-level block scalar by at least one space; text in the first
@@ -289,7 +292,11 @@ impl Composer<'_, '_> {
         if !in_key_position || !at_colon {
             return Ok(());
         }
-        let before = self.source[..span.start.offset].trim_end_matches([' ', '\t', '\r', '\n']);
+        let before = self
+            .source
+            .get(..span.start.offset)
+            .unwrap_or_default()
+            .trim_end_matches([' ', '\t', '\r', '\n']);
         if before.ends_with('?') {
             return Ok(());
         }
@@ -318,6 +325,7 @@ impl Composer<'_, '_> {
             None => error,
         })
     }
+
     fn mark(&self, marker: &Marker) -> Mark {
         let offset = marker.byte_offset().unwrap_or_else(|| {
             // granit always reports byte offsets for `&str` input; this is a fallback only.

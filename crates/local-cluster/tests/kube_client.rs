@@ -924,3 +924,88 @@ async fn discovery_lists_every_served_resource() {
         ("1", "33")
     );
 }
+
+#[tokio::test]
+async fn bookmarks_carry_kind_and_api_version() {
+    let (_cluster, client) = start_with(Options {
+        bookmark_interval: Duration::from_millis(100),
+        ..Options::default()
+    })
+    .await;
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(client);
+    let mut stream = configmaps
+        .watch(&WatchParams::default().timeout(5), "0")
+        .await
+        .expect("watch")
+        .boxed();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(5), stream.next())
+            .await
+            .expect("event in time")
+            .expect("open");
+        // kube-rs fails to parse a bookmark without kind and apiVersion, so reaching one proves both are there.
+        if let WatchEvent::Bookmark(bookmark) = event.expect("parsed") {
+            assert!(!bookmark.metadata.resource_version.is_empty());
+            break;
+        }
+    }
+}
+
+#[tokio::test]
+async fn deleting_a_namespace_deletes_its_contents_and_refuses_new_ones() {
+    let (_cluster, client) = start().await;
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let namespace =
+        serde_json::from_value(json!({"metadata": {"name": "scratch"}})).expect("valid");
+    let created = namespaces
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("created");
+    assert_eq!(
+        created.status.and_then(|s| s.phase).as_deref(),
+        Some("Active")
+    );
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "scratch");
+    let held: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "held", "finalizers": ["example.com/x"]}}),
+    )
+    .expect("valid");
+    configmaps
+        .create(&PostParams::default(), &held)
+        .await
+        .expect("created");
+    namespaces
+        .delete("scratch", &DeleteParams::default())
+        .await
+        .expect("delete");
+    let terminating = namespaces
+        .get("scratch")
+        .await
+        .expect("still there while content remains");
+    assert_eq!(
+        terminating.status.and_then(|s| s.phase).as_deref(),
+        Some("Terminating")
+    );
+    let refused = api_error(
+        configmaps
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": "new"}})).expect("valid"),
+            )
+            .await
+            .expect_err("forbidden"),
+    );
+    assert_eq!((refused.code, refused.reason.as_str()), (403, "Forbidden"));
+    assert!(refused.message.ends_with(
+        "unable to create new content in namespace scratch because it is being terminated"
+    ));
+    configmaps
+        .patch(
+            "held",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .expect("release");
+    assert!(namespaces.get_opt("scratch").await.expect("get").is_none());
+}

@@ -87,7 +87,8 @@ pub(crate) fn decode(
     }
     map.insert("apiVersion".into(), Value::from(api_version));
     map.insert("kind".into(), Value::from(resource.kind));
-    let decoded = (resource.roundtrip)(value.clone()).map_err(|e| cannot_handle(&e))?;
+    let mut decoded = (resource.roundtrip)(value.clone()).map_err(|e| cannot_handle(&e))?;
+    crate::quantity::canonicalize_object(&mut decoded).map_err(|e| cannot_handle(&e))?;
     let mut unknown = Vec::new();
     unknown_fields(&value, &decoded, "", &mut unknown);
     let messages: Vec<String> = unknown

@@ -19,6 +19,7 @@ mod meta;
 mod ops;
 mod patch;
 mod persist;
+mod quantity;
 mod resources;
 mod selector;
 mod status;

@@ -275,37 +275,51 @@ fn pod_grace_period(resource: &ResourceType, pod: &Value, options: &DeleteOption
     (scheduled && !terminal && grace > 0).then_some(grace)
 }
 
+/// 409 for a failed uid or resourceVersion precondition, with the storage error text a real server sends.
+pub(crate) fn precondition_failed(
+    resource: &ResourceType,
+    key: &ObjectKey,
+    what: &str,
+    wanted: &str,
+    actual: &str,
+) -> ApiError {
+    ApiError::conflict(
+        resource,
+        &key.name,
+        &format!(
+            "StorageError: invalid object, Code: 4, Key: /registry/{}/{}/{}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: {what} in precondition: {wanted}, {what} in object meta: {actual}",
+            resource.plural, key.namespace, key.name
+        ),
+    )
+}
+
 fn check_preconditions(
     resource: &ResourceType,
     key: &ObjectKey,
     current: &Value,
     options: &DeleteOptions,
 ) -> Result<(), ApiError> {
-    let storage_key = format!(
-        "/registry/{}/{}/{}",
-        resource.plural, key.namespace, key.name
-    );
-    let fail = |what: &str, wanted: &str, actual: &str| {
-        ApiError::conflict(
-            resource,
-            &key.name,
-            &format!(
-                "StorageError: invalid object, Code: 4, Key: {storage_key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: {what} in precondition: {wanted}, {what} in object meta: {actual}"
-            ),
-        )
-    };
     if let Some(uid) = &options.precondition_uid
         && uid != meta::uid(current)
     {
-        return Err(fail("UID", uid, meta::uid(current)));
+        return Err(precondition_failed(
+            resource,
+            key,
+            "UID",
+            uid,
+            meta::uid(current),
+        ));
     }
     if let Some(rv) = &options.precondition_resource_version
         && Some(rv.as_str()) != meta::resource_version(current)
     {
-        return Err(fail(
+        let actual = meta::resource_version(current).unwrap_or_default();
+        return Err(precondition_failed(
+            resource,
+            key,
             "ResourceVersion",
             rv,
-            meta::resource_version(current).unwrap_or_default(),
+            actual,
         ));
     }
     Ok(())

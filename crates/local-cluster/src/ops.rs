@@ -368,6 +368,19 @@ fn apply_update(
     options: &WriteOptions,
 ) -> Result<Value, ApiError> {
     let name = meta::name(old).to_owned();
+    // The API server turns the body's uid into a precondition of the update.
+    if let Some(sent) = meta::str_at(&new, &["metadata", "uid"]).filter(|u| !u.is_empty())
+        && sent != meta::uid(old)
+    {
+        let key = ObjectKey::of(resource, old);
+        return Err(crate::delete::precondition_failed(
+            resource,
+            &key,
+            "UID",
+            sent,
+            meta::uid(old),
+        ));
+    }
     if let Some(sent) = meta::resource_version(&new)
         && Some(sent) != meta::resource_version(old)
     {
@@ -498,6 +511,17 @@ pub(crate) fn list_object(
     resource_version: u64,
     items: Vec<Value>,
 ) -> Value {
+    // Like a real server, list items carry no kind and apiVersion; the list says what they are.
+    let items = items
+        .into_iter()
+        .map(|mut item| {
+            if let Some(map) = item.as_object_mut() {
+                map.remove("kind");
+                map.remove("apiVersion");
+            }
+            item
+        })
+        .collect();
     let mut metadata = Map::new();
     metadata.insert(
         "resourceVersion".into(),

@@ -157,16 +157,6 @@ pub(crate) fn validate_update(
             ));
         }
     }
-    if let Some(old_uid) = meta::str_at(old, &["metadata", "uid"])
-        && meta::str_at(new, &["metadata", "uid"]) != Some(old_uid)
-    {
-        let new_uid = meta::at(new, &["metadata", "uid"]).unwrap_or(&Value::Null);
-        errors.push(FieldError::invalid(
-            "metadata.uid",
-            new_uid,
-            "field is immutable",
-        ));
-    }
     errors
 }
 

@@ -1009,3 +1009,67 @@ async fn deleting_a_namespace_deletes_its_contents_and_refuses_new_ones() {
         .expect("release");
     assert!(namespaces.get_opt("scratch").await.expect("get").is_none());
 }
+
+#[tokio::test]
+async fn metadata_views_collections_and_uid_preconditions() {
+    let (_cluster, client) = start().await;
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    for name in ["m1", "m2"] {
+        jobs.create(&PostParams::default(), &job(name, "Never"))
+            .await
+            .expect("created");
+    }
+    let metadata = jobs
+        .list_metadata(&ListParams::default())
+        .await
+        .expect("metadata list");
+    assert_eq!(metadata.items.len(), 2);
+    assert_eq!(metadata.items[0].metadata.name.as_deref(), Some("m1"));
+    let one = jobs.get_metadata("m2").await.expect("metadata get");
+    assert_eq!(one.metadata.generation, Some(1));
+
+    let request = Request::get("/apis/batch/v1/namespaces/default/jobs")
+        .body(Vec::new())
+        .expect("request");
+    let raw: Value = client.request(request).await.expect("raw list");
+    assert_eq!(raw["kind"], "JobList");
+    assert!(
+        raw["items"][0].get("kind").is_none(),
+        "list items carry no kind, as on a real server"
+    );
+
+    let mut foreign = jobs.get("m1").await.expect("get");
+    foreign.metadata.uid = Some("not-the-uid".into());
+    let conflict = api_error(
+        jobs.replace("m1", &PostParams::default(), &foreign)
+            .await
+            .expect_err("uid precondition"),
+    );
+    assert_eq!(conflict.code, 409);
+    assert!(
+        conflict
+            .message
+            .contains("Precondition failed: UID in precondition: not-the-uid"),
+        "{}",
+        conflict.message
+    );
+
+    let deleted = jobs
+        .delete_collection(
+            &DeleteParams::background(),
+            &ListParams::default().labels("job-name=m1"),
+        )
+        .await
+        .expect("deletecollection");
+    let removed = deleted.left().expect("a list of what was deleted");
+    assert_eq!(removed.items.len(), 1);
+    let left: Vec<String> = jobs
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .items
+        .into_iter()
+        .filter_map(|j| j.metadata.name)
+        .collect();
+    assert_eq!(left, ["m2"]);
+}

@@ -3,6 +3,7 @@
 //! [`crate::store`].
 
 mod discovery;
+mod negotiate;
 mod openapi;
 pub(crate) mod path;
 pub(crate) mod query;

@@ -8,9 +8,10 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::ClusterState;
+use super::negotiate::Representation;
 use super::path::{self, Target};
 use super::query::Query;
-use super::{table, watch};
+use super::watch;
 use crate::delete::{self, DeleteOptions, Deleted};
 use crate::meta;
 use crate::ops::{self, Part, WriteOptions, Written};
@@ -48,7 +49,7 @@ fn dispatch(
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
     check_acceptable(accept)?;
-    let as_table = table::wanted(accept);
+    let representation = Representation::from_accept(accept);
     let namespace = target.namespace.as_deref().unwrap_or_default();
     let part = match target.subresource.as_deref() {
         None => Part::Main,
@@ -61,23 +62,25 @@ fn dispatch(
     match (method, &target.name) {
         (&Method::GET, None) if part == Part::Main => {
             if query.flag("watch") {
-                return watch::serve(state, resource, target.namespace.clone(), query, as_table);
+                return watch::serve(
+                    state,
+                    resource,
+                    target.namespace.clone(),
+                    query,
+                    representation,
+                );
             }
             list(
                 state,
                 resource,
                 target.namespace.as_deref(),
                 query,
-                as_table,
+                representation,
             )
         }
         (&Method::GET, Some(name)) => {
             let object = ops::get(&state.store, resource, namespace, name)?;
-            Ok(if as_table {
-                ok(&table::table(resource, &[object], None), &[])
-            } else {
-                ok(&object, &[])
-            })
+            Ok(ok(&representation.single(resource, &object), &[]))
         }
         (&Method::POST, None) if part == Part::Main => {
             let body = parse_body(headers, body)?;
@@ -162,7 +165,7 @@ fn list(
     resource: &'static ResourceType,
     namespace: Option<&str>,
     query: &Query,
-    as_table: bool,
+    representation: Representation,
 ) -> Result<Response, ApiError> {
     let filter = query.filter(resource)?;
     let rv = query.get("resourceVersion").filter(|v| !v.is_empty());
@@ -222,14 +225,7 @@ fn list(
         }
     }
     let list = ops::list(&state.store, resource, namespace, &filter);
-    if as_table {
-        let items = list["items"].as_array().cloned().unwrap_or_default();
-        let rv = list["metadata"]["resourceVersion"]
-            .as_str()
-            .map(str::to_owned);
-        return Ok(ok(&table::table(resource, &items, rv), &[]));
-    }
-    Ok(ok(&list, &[]))
+    Ok(ok(&representation.list(resource, list), &[]))
 }
 
 fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {

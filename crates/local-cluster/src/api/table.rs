@@ -6,14 +6,6 @@ use serde_json::{Value, json};
 use crate::meta;
 use crate::resources::ResourceType;
 
-/// Whether the `Accept` header asks for a Table.
-pub(crate) fn wanted(accept: &str) -> bool {
-    accept
-        .split(',')
-        .next()
-        .is_some_and(|first| first.contains("as=Table"))
-}
-
 /// A Table of `objects` (one row each).
 pub(crate) fn table(
     resource: &ResourceType,
@@ -551,13 +543,5 @@ mod tests {
         assert_eq!(table["columnDefinitions"][1]["name"], "Status");
         assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
         assert_eq!(table["metadata"]["resourceVersion"], "5");
-    }
-
-    #[test]
-    fn accept_header_decides_tables() {
-        assert!(wanted(
-            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
-        ));
-        assert!(!wanted("application/json"));
     }
 }

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 use super::ClusterState;
+use super::negotiate::Representation;
 use super::query::Query;
-use super::table;
 use crate::ops::Filter;
 use crate::resources::ResourceType;
 use crate::status::{ApiError, FieldError};
@@ -27,7 +27,7 @@ struct Watch {
     namespace: Option<String>,
     filter: Filter,
     bookmarks: bool,
-    table: bool,
+    representation: Representation,
     timeout: Duration,
     bookmark_interval: Duration,
 }
@@ -38,7 +38,7 @@ pub(crate) fn serve(
     resource: &'static ResourceType,
     namespace: Option<String>,
     query: &Query,
-    table: bool,
+    representation: Representation,
 ) -> Result<Response, ApiError> {
     let filter = query.filter(resource)?;
     let send_initial = query.get("sendInitialEvents").map(|v| v == "true");
@@ -93,7 +93,7 @@ pub(crate) fn serve(
         namespace,
         filter,
         bookmarks: query.flag("allowWatchBookmarks"),
-        table,
+        representation,
         timeout,
         bookmark_interval: state.bookmark_interval,
     };
@@ -161,11 +161,7 @@ impl Watch {
     }
 
     fn render(&self, object: &Value) -> Value {
-        if self.table {
-            table::table(self.resource, std::slice::from_ref(object), None)
-        } else {
-            object.clone()
-        }
+        self.representation.single(self.resource, object)
     }
 
     /// The event a change produces for this watch, if any, applying the selector transitions.

@@ -112,6 +112,19 @@ impl LocalCluster {
                 let _ = ops::create(&store, namespaces, None, body, &WriteOptions::default());
             }
         }
+        let services = ops::services();
+        if store.get(services, "default", "kubernetes").is_none() {
+            let body = serde_json::json!({"metadata": {"name": "kubernetes", "labels": {"component": "apiserver", "provider": "kubernetes"}},
+                "spec": {"clusterIP": "10.96.0.1", "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]}});
+            // A fixed, valid object in an existing namespace: creation cannot fail.
+            let _ = ops::create(
+                &store,
+                services,
+                Some("default"),
+                body,
+                &WriteOptions::default(),
+            );
+        }
         let listener = TcpListener::bind(("127.0.0.1", options.port))
             .await
             .map_err(ClusterError::Bind)?;

@@ -35,10 +35,26 @@ pub(crate) fn prepare_create(resource: &ResourceType, object: &mut Value) {
     match resource.plural {
         "jobs" => job_selector(object),
         "pods" => {
+            let qos = qos_class(object.get("spec").unwrap_or(&Value::Null));
             let status = map_at(object, &["status"]);
             status.clear();
             status.insert("phase".into(), json!("Pending"));
-            status.insert("qosClass".into(), json!("BestEffort"));
+            status.insert("qosClass".into(), json!(qos));
+        }
+        "services" => {
+            let spec = map_at(object, &["spec"]);
+            if spec.get("type") != Some(&json!("ExternalName")) {
+                let ip = match spec.get("clusterIP").and_then(Value::as_str) {
+                    Some(ip) if !ip.is_empty() => ip.to_owned(),
+                    _ => allocate_cluster_ip(),
+                };
+                spec.insert("clusterIP".into(), json!(ip));
+                spec.insert("clusterIPs".into(), json!([ip]));
+                default(spec, "ipFamilies", json!(["IPv4"]));
+                default(spec, "ipFamilyPolicy", json!("SingleStack"));
+                default(spec, "internalTrafficPolicy", json!("Cluster"));
+            }
+            meta::set_at(object, &["status"], json!({"loadBalancer": {}}));
         }
         "namespaces" => {
             map_at(object, &["spec"]).insert("finalizers".into(), json!(["kubernetes"]));
@@ -46,10 +62,47 @@ pub(crate) fn prepare_create(resource: &ResourceType, object: &mut Value) {
             status.clear();
             status.insert("phase".into(), json!("Active"));
         }
+        // Go serialises a zero status struct as `{}`, so a fresh object shows `status: {}`.
         _ if resource.has_status => {
-            meta::remove_at(object, &["status"]);
+            meta::set_at(object, &["status"], json!({}));
         }
         _ => {}
+    }
+}
+
+/// A random address in the default service range 10.96.0.0/12 (10.96.0.1 is the `kubernetes` service's).
+fn allocate_cluster_ip() -> String {
+    let bytes = *uuid::Uuid::new_v4().as_bytes();
+    format!(
+        "10.{}.{}.{}",
+        96 + bytes[0] % 16,
+        bytes[1],
+        2 + bytes[2] % 250
+    )
+}
+
+/// The quality-of-service class of a pod: `Guaranteed` when every container's cpu and memory limits equal its requests, `BestEffort`
+/// when no container requests or limits either, `Burstable` otherwise.
+fn qos_class(spec: &Value) -> &'static str {
+    let containers: Vec<&Value> = ["containers", "initContainers"]
+        .iter()
+        .filter_map(|list| spec.get(list).and_then(Value::as_array))
+        .flatten()
+        .collect();
+    let mut any = false;
+    let mut guaranteed = !containers.is_empty();
+    for container in containers {
+        for name in ["cpu", "memory"] {
+            let limit = meta::at(container, &["resources", "limits", name]);
+            let request = meta::at(container, &["resources", "requests", name]).or(limit);
+            any |= limit.is_some() || request.is_some();
+            guaranteed &= limit.is_some() && request == limit;
+        }
+    }
+    match (any, guaranteed) {
+        (false, _) => "BestEffort",
+        (true, true) => "Guaranteed",
+        (true, false) => "Burstable",
     }
 }
 
@@ -174,11 +227,14 @@ fn job_selector(object: &mut Value) {
             .or_insert_with(|| Value::from(value.as_str()));
     }
     let template_labels = Value::Object(labels.clone());
-    meta::set_at(
-        object,
-        &["spec", "selector"],
-        json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}),
-    );
+    // A selector the client set is kept, so that validation can refuse it as not auto-generated.
+    if meta::at(object, &["spec", "selector"]).is_none_or(Value::is_null) {
+        meta::set_at(
+            object,
+            &["spec", "selector"],
+            json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}),
+        );
+    }
     // The Job labels quirk: a Job without labels takes its pod template's labels.
     if meta::labels(object).is_none_or(Map::is_empty) {
         meta::set_at(object, &["metadata", "labels"], template_labels);
@@ -271,6 +327,30 @@ mod tests {
         let mut job = json!({"metadata": {"name": "j", "uid": "u", "labels": {"a": "b"}}, "spec": {"template": {}}});
         prepare_create(jobs, &mut job);
         assert_eq!(job["metadata"]["labels"], json!({"a": "b"}));
+    }
+
+    #[test]
+    fn pods_get_their_qos_class_and_services_an_address() {
+        let pods = find("", "v1", "pods").expect("served");
+        let qos = |resources: Value| {
+            let mut pod = json!({"spec": {"containers": [{"name": "c", "resources": resources}]}});
+            prepare_create(pods, &mut pod);
+            pod["status"]["qosClass"].clone()
+        };
+        assert_eq!(qos(json!({})), "BestEffort");
+        assert_eq!(qos(json!({"requests": {"cpu": "1"}})), "Burstable");
+        assert_eq!(
+            qos(json!({"limits": {"cpu": "1", "memory": "1Gi"}})),
+            "Guaranteed"
+        );
+        let mut service = json!({"spec": {"ports": [{"port": 80}]}});
+        prepare_create(find("", "v1", "services").expect("served"), &mut service);
+        assert!(
+            service["spec"]["clusterIP"]
+                .as_str()
+                .is_some_and(|ip| ip.starts_with("10."))
+        );
+        assert_eq!(service["status"], json!({"loadBalancer": {}}));
     }
 
     #[test]

@@ -178,6 +178,11 @@ fn check_namespace(
     }
 }
 
+pub(crate) fn services() -> &'static ResourceType {
+    // Invariant: services are in the static registry.
+    resources::find("", "v1", "services").expect("services are served")
+}
+
 pub(crate) fn namespaces() -> &'static ResourceType {
     // Invariant: namespaces are in the static registry.
     resources::find("", "v1", "namespaces").expect("namespaces are served")

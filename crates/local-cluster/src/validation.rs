@@ -110,6 +110,20 @@ pub(crate) fn validate_create(resource: &ResourceType, object: &Value) -> Vec<Fi
         }
     }
     errors.extend(spec(resource, object));
+    if resource.plural == "jobs"
+        && meta::at(object, &["spec", "manualSelector"]) != Some(&json!(true))
+    {
+        let generated =
+            json!({"matchLabels": {"batch.kubernetes.io/controller-uid": meta::uid(object)}});
+        let selector = meta::at(object, &["spec", "selector"]).unwrap_or(&Value::Null);
+        if *selector != generated {
+            errors.push(FieldError::invalid(
+                "spec.selector",
+                selector,
+                "`selector` not auto-generated",
+            ));
+        }
+    }
     errors
 }
 
@@ -498,6 +512,24 @@ mod tests {
         assert_eq!(errors.len(), 1);
         assert_eq!(errors[0].field, "spec.template");
         assert!(errors[0].body().ends_with("field is immutable"));
+    }
+
+    #[test]
+    fn job_selectors_must_be_generated_unless_manual() {
+        let jobs = find("batch", "v1", "jobs").expect("served");
+        let mut job = json!({"metadata": {"name": "j", "namespace": "d", "uid": "u"}, "spec": {
+            "selector": {"matchLabels": {"x": "y"}},
+            "template": {"metadata": {"labels": {"x": "y"}}, "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}}}});
+        defaults::prepare_create(jobs, &mut job);
+        let found = messages(&validate_create(jobs, &job));
+        assert_eq!(
+            found,
+            [
+                "spec.selector: Invalid value: {\"matchLabels\":{\"x\":\"y\"}}: `selector` not auto-generated"
+            ]
+        );
+        job["spec"]["manualSelector"] = json!(true);
+        assert!(validate_create(jobs, &job).is_empty());
     }
 
     #[test]

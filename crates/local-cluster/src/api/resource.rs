@@ -155,7 +155,8 @@ fn check_acceptable(accept: &str) -> Result<(), ApiError> {
     Err(ApiError {
         code: 406,
         reason: "NotAcceptable",
-        message: "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf".into(),
+        message: "only the following media types are accepted: application/json, application/yaml"
+            .into(),
         details: serde_json::Map::new(),
     })
 }
@@ -247,7 +248,6 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
         _ => Err(ApiError::unsupported_media_type(&[
             "application/json",
             "application/yaml",
-            "application/vnd.kubernetes.protobuf",
         ])),
     }
 }

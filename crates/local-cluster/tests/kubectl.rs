@@ -149,7 +149,7 @@ async fn get_watch_sees_new_rows(kubectl: &Kubectl, configmaps: &Api<ConfigMap>)
     child.kill().await.expect("killed");
 }
 
-async fn wait_for_delete(kubectl: &Kubectl, configmaps: &Api<ConfigMap>) {
+async fn wait_for_delete(cluster: &LocalCluster, kubectl: &Kubectl, configmaps: &Api<ConfigMap>) {
     let held: ConfigMap = serde_json::from_value(
         json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}),
     )
@@ -166,8 +166,16 @@ async fn wait_for_delete(kubectl: &Kubectl, configmaps: &Api<ConfigMap>) {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .output();
+    let watches = cluster.request_count("watch", "configmaps");
     let release = async {
-        tokio::time::sleep(Duration::from_millis(700)).await;
+        // Release only once kubectl watches, so that it sees the deletion happen rather than find it done.
+        let watching = async {
+            while cluster.request_count("watch", "configmaps") == watches {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        // Bounded: if kubectl never watches, it times out and the assertions below say so.
+        let _ = tokio::time::timeout(Duration::from_secs(30), watching).await;
         configmaps
             .patch(
                 "held",
@@ -320,7 +328,7 @@ async fn scenario(binary: &str) {
         missing.stderr
     );
 
-    wait_for_delete(&kubectl, &configmaps).await;
+    wait_for_delete(&cluster, &kubectl, &configmaps).await;
 
     let names = kubectl.ok(&["get", "all", "-o", "name"]).await;
     assert!(!names.contains("job.batch/hello"), "{names}");
@@ -347,4 +355,53 @@ async fn kubectl_1_27_gets_applies_watches_deletes_and_waits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_1_33_gets_applies_watches_deletes_and_waits() {
     scenario(&sdk("1.33")).await;
+}
+
+/// The core of the scenario for the versions between the two ends, which differ in discovery (v2beta1 until
+/// 1.29) and OpenAPI (v3 from 1.29).
+async fn short_scenario(binary: String) {
+    let cluster = LocalCluster::start(Options::default())
+        .await
+        .expect("cluster starts");
+    let kubectl = Kubectl::new(&binary, &cluster);
+    let manifest = kubectl.file("job.yaml", &job_manifest(1, "a"));
+    assert_eq!(
+        kubectl.ok(&["apply", "-f", &manifest]).await.trim(),
+        "job.batch/hello created",
+        "{binary}"
+    );
+    let table = kubectl.ok(&["get", "jobs"]).await;
+    assert!(
+        table.starts_with("NAME") && table.contains("COMPLETIONS"),
+        "{binary}: {table}"
+    );
+    let changed = kubectl.file("job2.yaml", &job_manifest(2, "b"));
+    assert_eq!(
+        kubectl.ok(&["apply", "-f", &changed]).await.trim(),
+        "job.batch/hello configured",
+        "{binary}"
+    );
+    let configmap = kubectl.file(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\n",
+    );
+    assert_eq!(
+        kubectl
+            .ok(&["apply", "--server-side", "-f", &configmap])
+            .await
+            .trim(),
+        "configmap/ssa serverside-applied"
+    );
+    assert_eq!(
+        kubectl.ok(&["delete", "job", "hello"]).await.trim(),
+        "job.batch \"hello\" deleted",
+        "{binary}"
+    );
+    cluster.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_28_to_1_32_apply_get_and_delete() {
+    let runs = ["1.28", "1.29", "1.30", "1.31", "1.32"].map(|version| short_scenario(sdk(version)));
+    futures::future::join_all(runs).await;
 }

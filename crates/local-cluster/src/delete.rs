@@ -194,7 +194,11 @@ pub(crate) fn delete_in(
             object,
             options,
             |o| {
-                let at = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(grace);
+                let now = jiff::Timestamp::now();
+                // A grace period beyond the representable time is as good as "far in the future".
+                let at = now
+                    .checked_add(jiff::SignedDuration::from_secs(grace))
+                    .unwrap_or(jiff::Timestamp::MAX);
                 meta::set_at(
                     o,
                     &["metadata", "deletionTimestamp"],

@@ -1073,3 +1073,58 @@ async fn metadata_views_collections_and_uid_preconditions() {
         .collect();
     assert_eq!(left, ["m2"]);
 }
+
+#[tokio::test]
+async fn scheduled_pods_are_deleted_gracefully() {
+    let (_cluster, client) = start().await;
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let pod = |name: &str| -> Pod {
+        serde_json::from_value(
+            json!({"metadata": {"name": name}, "spec": {"nodeName": "local",
+            "containers": [{"name": "c", "image": "busybox"}]}}),
+        )
+        .expect("valid pod")
+    };
+    pods.create(&PostParams::default(), &pod("graceful"))
+        .await
+        .expect("created");
+    let deleted = pods
+        .delete("graceful", &DeleteParams::default())
+        .await
+        .expect("delete")
+        .left()
+        .expect("pods always come back");
+    assert_eq!(deleted.metadata.deletion_grace_period_seconds, Some(30));
+    assert!(deleted.metadata.deletion_timestamp.is_some());
+    assert!(
+        pods.get_opt("graceful").await.expect("get").is_some(),
+        "the kubelet finishes graceful deletion"
+    );
+
+    pods.create(&PostParams::default(), &pod("forever"))
+        .await
+        .expect("created");
+    let far = DeleteParams {
+        grace_period_seconds: Some(u32::MAX),
+        ..DeleteParams::default()
+    };
+    pods.delete("forever", &far)
+        .await
+        .expect("a huge grace period is no crash");
+
+    let unscheduled: Pod = serde_json::from_value(json!({"metadata": {"name": "now"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}})).expect("valid");
+    pods.create(&PostParams::default(), &unscheduled)
+        .await
+        .expect("created");
+    let gone = pods
+        .delete("now", &DeleteParams::default())
+        .await
+        .expect("delete")
+        .left()
+        .expect("the pod");
+    assert_eq!(gone.metadata.name.as_deref(), Some("now"));
+    assert!(
+        pods.get_opt("now").await.expect("get").is_none(),
+        "unscheduled pods go at once"
+    );
+}

@@ -251,7 +251,8 @@ async fn run(
     };
     let deadline = tokio::time::sleep(watch.timeout);
     tokio::pin!(deadline);
-    let mut ticker = tokio::time::interval(watch.bookmark_interval);
+    // `interval` refuses a zero period.
+    let mut ticker = tokio::time::interval(watch.bookmark_interval.max(Duration::from_millis(1)));
     ticker.reset();
     loop {
         tokio::select! {

@@ -91,6 +91,9 @@ pub(crate) fn decode(
     crate::quantity::canonicalize_object(&mut decoded).map_err(|e| cannot_handle(&e))?;
     let mut unknown = Vec::new();
     unknown_fields(&value, &decoded, "", &mut unknown);
+    if let Some(view) = resource.view {
+        decoded = (view.to_storage)(decoded);
+    }
     let messages: Vec<String> = unknown
         .iter()
         .map(|path| format!("unknown field \"{path}\""))

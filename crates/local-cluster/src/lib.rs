@@ -13,6 +13,7 @@ mod cluster;
 mod decode;
 mod defaults;
 mod delete;
+mod events_view;
 mod faults;
 mod gc;
 mod meta;

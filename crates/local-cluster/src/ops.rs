@@ -279,7 +279,7 @@ pub(crate) fn patch(
                 _ => Err(ApiError::not_found(resource, name)),
             };
         };
-        let mut target = old.clone();
+        let mut target = resource.present(old.clone());
         match (patch_type, &parsed) {
             (PatchType::Json, _) => patch::json_patch(&mut target, body)?,
             (PatchType::Merge, Some(p)) => patch::merge_patch(&mut target, p),

@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use crate::decode::{RoundTrip, roundtrip};
+use crate::events_view::{EVENTS, View};
 
 /// What happens to an owner's dependents when it is deleted (`DeleteOptions.propagationPolicy`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +51,8 @@ pub struct ResourceType {
     /// Propagation used when a delete request names none.
     pub default_propagation: Propagation,
     pub(crate) roundtrip: RoundTrip,
+    /// For a view of another type's storage (events.k8s.io Events), the conversions.
+    pub(crate) view: Option<&'static View>,
 }
 
 impl ResourceType {
@@ -91,6 +94,15 @@ impl ResourceType {
         }
     }
 
+    /// The object as clients of this type see it (converted when the type is a view of another's storage).
+    pub(crate) fn present(&self, object: Value) -> Value {
+        match self.view {
+            Some(view) => (view.from_storage)(object),
+            None => object,
+        }
+    }
+
+    /// Whether two types share storage.
     pub(crate) fn is(&self, other: &ResourceType) -> bool {
         self.plural == other.plural
     }
@@ -124,6 +136,7 @@ macro_rules! resource {
             tracks_generation: $generation,
             default_propagation: $prop,
             roundtrip: roundtrip::<$ty>,
+            view: None,
         }
     };
 }
@@ -164,6 +177,22 @@ pub static RESOURCES: &[ResourceType] = &[
     resource!("coordination.k8s.io", "v1", "leases", "lease", "Lease", coordination::Lease, namespaced: true,
         short: &[], categories: &[], status: false, scale: false, generation: false,
         propagation: Propagation::Background),
+    ResourceType {
+        group: "events.k8s.io",
+        version: "v1",
+        plural: "events",
+        singular: "event",
+        kind: "Event",
+        namespaced: true,
+        short_names: &["ev"],
+        categories: &[],
+        has_status: false,
+        has_scale: false,
+        tracks_generation: false,
+        default_propagation: Propagation::Background,
+        roundtrip: roundtrip::<k8s_openapi::api::events::v1::Event>,
+        view: Some(&EVENTS),
+    },
 ];
 
 /// The served type at `group`/`version`/`plural`.
@@ -175,16 +204,19 @@ pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resourc
 }
 
 /// The served type for an object's `apiVersion` and `kind`.
+/// Views of another type's storage are never the type of a stored object.
 #[must_use]
 pub fn by_kind(api_version: &str, kind: &str) -> Option<&'static ResourceType> {
     RESOURCES
         .iter()
-        .find(|r| r.kind == kind && r.api_version() == api_version)
+        .find(|r| r.kind == kind && r.api_version() == api_version && r.view.is_none())
 }
 
 /// The served type with this plural name (plural names are unique across the served groups).
 pub(crate) fn by_plural(plural: &str) -> Option<&'static ResourceType> {
-    RESOURCES.iter().find(|r| r.plural == plural)
+    RESOURCES
+        .iter()
+        .find(|r| r.plural == plural && r.view.is_none())
 }
 
 /// The served type for a stored object, from its `apiVersion` and `kind`.
@@ -211,12 +243,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn plural_names_are_unique_so_they_can_key_the_store() {
+    fn plural_names_are_unique_so_they_can_key_the_store_except_views() {
         for (i, a) in RESOURCES.iter().enumerate() {
             for b in &RESOURCES[i + 1..] {
-                assert_ne!(a.plural, b.plural);
+                assert!(a.plural != b.plural || b.view.is_some(), "{}", b.plural);
             }
         }
+        assert_eq!(
+            by_plural("events").map(|r| r.group),
+            Some(""),
+            "storage belongs to the core type"
+        );
     }
 
     #[test]

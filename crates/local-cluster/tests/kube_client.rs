@@ -1128,3 +1128,41 @@ async fn scheduled_pods_are_deleted_gracefully() {
         "unscheduled pods go at once"
     );
 }
+
+#[tokio::test]
+async fn events_k8s_io_shares_storage_with_core_events() {
+    use k8s_openapi::api::core::v1::Event as CoreEvent;
+    use k8s_openapi::api::events::v1::Event;
+    let (_cluster, client) = start().await;
+    let events: Api<Event> = Api::default_namespaced(client.clone());
+    let core: Api<CoreEvent> = Api::default_namespaced(client);
+    let event: Event = serde_json::from_value(json!({"metadata": {"name": "e1"}, "eventTime": "2026-01-01T00:00:00.000000Z",
+        "regarding": {"kind": "Job", "name": "j", "namespace": "default"}, "note": "started", "reason": "Started",
+        "type": "Normal", "action": "Run", "reportingController": "toolforge", "reportingInstance": "here"}))
+    .expect("valid");
+    let created = events
+        .create(&PostParams::default(), &event)
+        .await
+        .expect("created");
+    assert_eq!(created.note.as_deref(), Some("started"));
+    let seen = core.get("e1").await.expect("the core view has it");
+    assert_eq!(seen.message.as_deref(), Some("started"));
+    assert_eq!(seen.involved_object.name.as_deref(), Some("j"));
+    let by_field = core
+        .list(&ListParams::default().fields("involvedObject.name=j"))
+        .await
+        .expect("list");
+    assert_eq!(by_field.items.len(), 1);
+    let patched = events.patch("e1", &PatchParams::default(), &Patch::Merge(json!({"note": "again", "series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:01.000000Z"}}))).await.expect("patch");
+    assert_eq!(patched.note.as_deref(), Some("again"));
+    assert_eq!(
+        events
+            .list(&ListParams::default())
+            .await
+            .expect("list")
+            .items[0]
+            .note
+            .as_deref(),
+        Some("again")
+    );
+}

@@ -30,7 +30,7 @@ impl Representation {
     /// One object (a GET or a watch event).
     pub(crate) fn single(self, resource: &ResourceType, object: &Value) -> Value {
         match self {
-            Representation::Object => object.clone(),
+            Representation::Object => resource.present(object.clone()),
             Representation::Table => table::table(resource, std::slice::from_ref(object), None),
             Representation::Metadata => partial(object),
         }
@@ -43,6 +43,20 @@ impl Representation {
             .as_str()
             .map(str::to_owned);
         match self {
+            Representation::Object if resource.view.is_some() => {
+                let mut list = list;
+                if let Some(items) = list["items"].as_array_mut() {
+                    for item in items {
+                        let mut presented = resource.present(item.take());
+                        if let Some(map) = presented.as_object_mut() {
+                            map.remove("apiVersion");
+                            map.remove("kind");
+                        }
+                        *item = presented;
+                    }
+                }
+                list
+            }
             Representation::Object => list,
             Representation::Table => table::table(resource, &items(), resource_version),
             Representation::Metadata => json!({

@@ -91,7 +91,7 @@ fn dispatch(
                 body,
                 &query.write_options()?,
             )?;
-            Ok(written_response(&written))
+            Ok(written_response(resource, written))
         }
         (&Method::PUT, Some(name)) => {
             let body = parse_body(headers, body)?;
@@ -104,7 +104,7 @@ fn dispatch(
                 part,
                 &query.write_options()?,
             )?;
-            Ok(written_response(&written))
+            Ok(written_response(resource, written))
         }
         (&Method::PATCH, Some(name)) => {
             let patch_type = patch_type(headers)?;
@@ -118,7 +118,7 @@ fn dispatch(
                 part,
                 &query.write_options()?,
             )?;
-            Ok(written_response(&written))
+            Ok(written_response(resource, written))
         }
         (&Method::DELETE, Some(name)) if part == Part::Main => {
             let options = DeleteOptions::parse(body, &query.0)?;
@@ -284,13 +284,13 @@ fn respond(code: StatusCode, body: &Value, warnings: &[String]) -> Response {
     response
 }
 
-fn written_response(written: &Written) -> Response {
+fn written_response(resource: &ResourceType, written: Written) -> Response {
     let code = if written.created {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
-    respond(code, &written.object, &written.warnings)
+    respond(code, &resource.present(written.object), &written.warnings)
 }
 
 fn delete_response(resource: &ResourceType, deleted: Deleted) -> Response {
@@ -305,7 +305,7 @@ fn delete_response(resource: &ResourceType, deleted: Deleted) -> Response {
                 &[],
             )
         }
-        Deleted::Gone(object) | Deleted::Pending(object) => ok(&object, &[]),
+        Deleted::Gone(object) | Deleted::Pending(object) => ok(&resource.present(object), &[]),
     }
 }
 

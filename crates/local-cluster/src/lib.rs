@@ -20,6 +20,7 @@ mod meta;
 mod ops;
 mod patch;
 mod persist;
+mod protobuf;
 mod quantity;
 mod resources;
 mod selector;

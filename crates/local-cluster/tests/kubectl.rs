@@ -308,6 +308,28 @@ async fn scenario(binary: &str) {
         "{described}"
     );
 
+    // kubectl's generator commands send protobuf bodies.
+    assert_eq!(
+        kubectl.ok(&["create", "namespace", "scratch"]).await.trim(),
+        "namespace/scratch created"
+    );
+    let created = kubectl
+        .ok(&[
+            "create",
+            "configmap",
+            "literal",
+            "--from-literal=a=b",
+            "-n",
+            "scratch",
+        ])
+        .await;
+    assert_eq!(created.trim(), "configmap/literal created");
+    let literal: Api<ConfigMap> = Api::namespaced(cluster.client().expect("client"), "scratch");
+    assert_eq!(
+        literal.get("literal").await.expect("cm").data,
+        Some([("a".to_owned(), "b".to_owned())].into())
+    );
+
     get_watch_sees_new_rows(&kubectl, &configmaps).await;
 
     assert_eq!(

@@ -16,6 +16,7 @@ use crate::delete::{self, DeleteOptions, Deleted};
 use crate::meta;
 use crate::ops::{self, Part, WriteOptions, Written};
 use crate::patch::PatchType;
+use crate::protobuf::{self, ProtobufError};
 use crate::resources::ResourceType;
 use crate::status::{ApiError, FieldError};
 
@@ -245,6 +246,17 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
             serde_saphyr::from_str(text)
                 .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))
         }
+        protobuf::MEDIA_TYPE => protobuf::decode(body).map_err(|e| match e {
+            ProtobufError::Unsupported(why) => ApiError {
+                code: 415,
+                reason: "UnsupportedMediaType",
+                message: why,
+                details: serde_json::Map::new(),
+            },
+            ProtobufError::Malformed(why) => {
+                ApiError::bad_request(format!("error decoding protobuf: {why}"))
+            }
+        }),
         _ => Err(ApiError::unsupported_media_type(&[
             "application/json",
             "application/yaml",

@@ -136,6 +136,7 @@ impl LocalCluster {
             bookmark_interval: options.bookmark_interval,
             shutdown: shutdown.clone(),
             server_address: Arc::from(address.to_string()),
+            pages: Arc::default(),
         };
         let app = api::router(state.clone());
         let token = shutdown.clone();

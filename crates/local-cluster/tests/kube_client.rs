@@ -1166,3 +1166,67 @@ async fn events_k8s_io_shares_storage_with_core_events() {
         Some("again")
     );
 }
+
+#[tokio::test]
+async fn lists_are_paged_consistently_with_limit_and_continue() {
+    let (_cluster, client) = start().await;
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(client);
+    for name in ["a", "b", "c"] {
+        configmaps
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": name}})).expect("valid"),
+            )
+            .await
+            .expect("create");
+    }
+    let first = configmaps
+        .list(&ListParams::default().limit(2))
+        .await
+        .expect("first page");
+    assert_eq!(first.items.len(), 2);
+    assert_eq!(first.metadata.remaining_item_count, Some(1));
+    let token = first.metadata.continue_.clone().expect("continue token");
+    configmaps
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "d"}})).expect("valid"),
+        )
+        .await
+        .expect("create");
+    let second = configmaps
+        .list(&ListParams::default().limit(2).continue_token(&token))
+        .await
+        .expect("second page");
+    let names: Vec<String> = second
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    assert_eq!(
+        names,
+        ["c"],
+        "later pages come from the first page's snapshot"
+    );
+    assert_eq!(
+        second.metadata.resource_version,
+        first.metadata.resource_version
+    );
+    assert!(second.metadata.continue_.is_none_or(|c| c.is_empty()));
+    let reused = api_error(
+        configmaps
+            .list(&ListParams::default().limit(2).continue_token(&token))
+            .await
+            .expect_err("spent token"),
+    );
+    assert_eq!((reused.code, reused.reason.as_str()), (410, "Expired"));
+    let all: Vec<_> = watcher(configmaps, watcher::Config::default().page_size(1))
+        .take(6)
+        .collect()
+        .await;
+    assert_eq!(
+        all.len(),
+        6,
+        "the watcher pages through Init, four objects and InitDone"
+    );
+}

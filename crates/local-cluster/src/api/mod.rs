@@ -5,6 +5,7 @@
 mod discovery;
 mod negotiate;
 mod openapi;
+mod pages;
 pub(crate) mod path;
 pub(crate) mod query;
 mod resource;
@@ -35,6 +36,7 @@ pub(crate) struct ClusterState {
     pub(crate) bookmark_interval: Duration,
     pub(crate) shutdown: CancellationToken,
     pub(crate) server_address: Arc<str>,
+    pub(crate) pages: Arc<pages::Pages>,
 }
 
 fn json(body: &Value) -> Response {

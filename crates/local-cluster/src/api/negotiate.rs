@@ -58,11 +58,15 @@ impl Representation {
                 list
             }
             Representation::Object => list,
-            Representation::Table => table::table(resource, &items(), resource_version),
+            Representation::Table => {
+                let mut table = table::table(resource, &items(), resource_version);
+                table["metadata"] = list["metadata"].clone();
+                table
+            }
             Representation::Metadata => json!({
                 "kind": "PartialObjectMetadataList",
                 "apiVersion": "meta.k8s.io/v1",
-                "metadata": {"resourceVersion": resource_version},
+                "metadata": list["metadata"],
                 "items": items().iter().map(partial).collect::<Vec<_>>(),
             }),
         }

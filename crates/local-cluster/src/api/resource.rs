@@ -200,10 +200,16 @@ fn list(
     if !errors.is_empty() {
         return Err(ApiError::invalid_options("ListOptions", &errors));
     }
-    if query.get("continue").is_some_and(|c| !c.is_empty()) {
-        return Err(ApiError::expired(
-            "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
-        ));
+    let limit = match query.get("limit").filter(|l| !l.is_empty()) {
+        None => None,
+        Some(text) => Some(
+            text.parse::<usize>()
+                .map_err(|_| ApiError::bad_request(format!("invalid limit: {text}")))?,
+        ),
+    };
+    if let Some(token) = query.get("continue").filter(|c| !c.is_empty()) {
+        let page = state.pages.next(token, limit)?;
+        return Ok(ok(&representation.list(resource, page), &[]));
     }
     let current = state.store.resource_version();
     if let Some(requested) = rv.filter(|v| *v != "0") {
@@ -226,7 +232,9 @@ fn list(
             )));
         }
     }
-    let list = ops::list(&state.store, resource, namespace, &filter);
+    let list = state
+        .pages
+        .first(ops::list(&state.store, resource, namespace, &filter), limit);
     Ok(ok(&representation.list(resource, list), &[]))
 }
 

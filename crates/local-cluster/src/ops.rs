@@ -92,6 +92,7 @@ fn insert_new(
         "deletionGracePeriodSeconds",
         "resourceVersion",
         "managedFields",
+        "selfLink",
     ] {
         meta::remove_at(&mut object, &["metadata", field]);
     }
@@ -423,6 +424,9 @@ fn apply_update(
         "resourceVersion",
         "namespace",
         "name",
+        // Server-managed fields clients echo back from a GET; this server keeps none.
+        "managedFields",
+        "selfLink",
     ] {
         match meta::at(old, &["metadata", field]) {
             Some(value) => meta::set_at(&mut new, &["metadata", field], value.clone()),

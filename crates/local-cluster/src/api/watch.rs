@@ -80,12 +80,15 @@ pub(crate) fn serve(
             )
         })?),
     };
-    let timeout = match query.get("timeoutSeconds") {
+    let timeout = match query
+        .get("timeoutSeconds")
+        .filter(|t| !t.is_empty() && *t != "0")
+    {
         Some(text) => Duration::from_secs(
             text.parse()
                 .map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds: {text}")))?,
         ),
-        // Real servers pick a random 30–60 minute timeout; the middle is as good.
+        // No (or a zero) timeout: real servers pick a random 30–60 minute one; the middle is as good.
         None => Duration::from_secs(45 * 60),
     };
     let watch = Watch {

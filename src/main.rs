@@ -4,6 +4,7 @@ use clap::Parser;
 
 use toolforge_jobs::cli::{Cli, run};
 
-fn main() -> ExitCode {
-    run(&Cli::parse()).into()
+#[tokio::main]
+async fn main() -> ExitCode {
+    run(&Cli::parse()).await.into()
 }

@@ -5,6 +5,7 @@
 
 mod completions;
 mod jobs_file;
+mod local_cluster;
 mod schema;
 mod validate;
 
@@ -84,6 +85,12 @@ pub enum Command {
     /// editors with a YAML language server check it as you type.
     Schema,
 
+    /// Run the local Kubernetes-compatible cluster in the foreground
+    ///
+    /// Serves the Kubernetes API on 127.0.0.1 for development and tests; real kubectl can use it through the
+    /// kubeconfig written with `--kubeconfig-out`. See docs/local-cluster.md.
+    LocalCluster(local_cluster::LocalClusterArgs),
+
     /// Print a shell completion script
     ///
     /// For example: `toolforge-jobs completions bash > ~/.local/share/bash-completion/completions/toolforge-jobs`.
@@ -94,19 +101,20 @@ pub enum Command {
 }
 
 /// Runs a parsed command line.
-pub fn run(cli: &Cli) -> ExitStatus {
+pub async fn run(cli: &Cli) -> ExitStatus {
     let printer = Printer::new(cli.global.no_color);
     crate::output::logging::init(cli.global.verbose, printer.color());
     let result = match &cli.command {
         Command::Validate => validate::run(&cli.global, printer),
         Command::Schema => schema::run(printer),
         Command::Completions { shell } => completions::run(*shell, printer),
+        Command::LocalCluster(args) => local_cluster::run(args, printer).await,
     };
     match result {
         Ok(status) => status,
         Err(error) => {
             // If stderr itself is gone there is nobody left to tell.
-            let _ = printer.message(&format!("error: {error}\n"));
+            let _ = printer.message(&error_chain(&error));
             error.exit_status()
         }
     }
@@ -115,9 +123,9 @@ pub fn run(cli: &Cli) -> ExitStatus {
 /// Errors of the command-line layer that end a command.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("no jobs file given, and neither `{}` nor `{}` exists; pass one with `-f FILE`", .searched[0].display(), .searched.get(1).map_or(String::new(), |path| path.display().to_string()))]
+    #[error("no jobs file given, and {} does not exist; pass one with `-f FILE`", listed(.searched))]
     NoJobsFile { searched: Vec<PathBuf> },
-    #[error("cannot read `{}`: {source}", .path.display())]
+    #[error("cannot read `{}`", .path.display())]
     ReadFile {
         path: PathBuf,
         source: std::io::Error,
@@ -132,6 +140,8 @@ pub enum Error {
     NotUtf8 { path: PathBuf, offset: usize },
     #[error("cannot write the output")]
     Output(#[from] std::io::Error),
+    #[error("the local cluster failed")]
+    LocalCluster(#[from] toolforge_local_cluster::ClusterError),
 }
 
 impl Error {
@@ -140,7 +150,9 @@ impl Error {
             Error::NoJobsFile { .. } | Error::FileTooLarge { .. } | Error::NotUtf8 { .. } => {
                 ExitStatus::Invalid
             }
-            Error::ReadFile { .. } | Error::Output(_) => ExitStatus::Failure,
+            Error::ReadFile { .. } | Error::Output(_) | Error::LocalCluster(_) => {
+                ExitStatus::Failure
+            }
         }
     }
 }
@@ -156,4 +168,25 @@ fn tool_name(global: &GlobalArgs) -> Option<String> {
     std::env::var("USER")
         .ok()
         .and_then(|user| user.strip_prefix("tools.").map(str::to_owned))
+}
+
+/// The paths as "`a` or `b`", for messages.
+fn listed(paths: &[PathBuf]) -> String {
+    let quoted: Vec<String> = paths
+        .iter()
+        .map(|path| format!("`{}`", path.display()))
+        .collect();
+    quoted.join(" or ")
+}
+
+/// `error: …` followed by one `caused by: …` line per source, as the style guide asks.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut lines = vec![format!("error: {error}")];
+    let mut source = error.source();
+    while let Some(cause) = source {
+        lines.push(format!("  caused by: {cause}"));
+        source = cause.source();
+    }
+    lines.push(String::new());
+    lines.join("\n")
 }

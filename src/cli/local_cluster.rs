@@ -1,0 +1,78 @@
+//! `toolforge-jobs local-cluster`: serves the Kubernetes-compatible local cluster in the foreground (SPEC §10).
+//!
+//! The cluster itself lives in the `toolforge-local-cluster` crate; this command only maps flags to its options,
+//! tells the user how to reach it, and stops it on Ctrl-C or SIGTERM.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use toolforge_local_cluster::{LocalCluster, ServeOptions, serve};
+
+use crate::cli::Error;
+use crate::output::{ExitStatus, Printer};
+
+#[derive(Debug, Args)]
+pub struct LocalClusterArgs {
+    /// Port to listen on at 127.0.0.1 (0 picks a free port)
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+
+    /// File to keep the cluster's objects in across restarts (default: in memory only)
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+
+    /// Write a kubeconfig for kubectl and toolforge-jobs to this file
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig_out: Option<PathBuf>,
+}
+
+pub(crate) async fn run(args: &LocalClusterArgs, printer: Printer) -> Result<ExitStatus, Error> {
+    let options = ServeOptions {
+        port: args.port,
+        state_file: args.state.clone(),
+        kubeconfig_out: args.kubeconfig_out.clone(),
+    };
+    let kubeconfig = args.kubeconfig_out.clone();
+    let ready = |cluster: &LocalCluster| {
+        let how_to_connect = match &kubeconfig {
+            Some(path) => format!(
+                "kubeconfig written to {0}; try: KUBECONFIG={0} kubectl get jobs -A",
+                path.display()
+            ),
+            None => "pass --kubeconfig-out FILE to get a kubeconfig for kubectl".to_owned(),
+        };
+        let text = format!(
+            "local cluster serving at {}\n{how_to_connect}\npress Ctrl-C to stop\n",
+            cluster.url()
+        );
+        // The cluster runs whether or not this line reaches the terminal.
+        let _ = printer.message(&text);
+    };
+    serve(options, ready, shutdown_signal()).await?;
+    Ok(ExitStatus::Success)
+}
+
+/// Completes on Ctrl-C or SIGTERM, whichever comes first.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let terminate = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut signal) => {
+                    signal.recv().await;
+                }
+                // Without a SIGTERM handler Ctrl-C still works; wait on that alone.
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = interrupt => {}
+            () = terminate => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}

@@ -1,0 +1,61 @@
+//! `toolforge-jobs local-cluster`: serves in the foreground, writes a kubeconfig real kubectl can use, and
+//! stops cleanly on SIGTERM. Needs kubectl on PATH (fresh machines have it); fails without it.
+
+#![allow(clippy::unwrap_used, reason = "a failing unwrap is a failing test")]
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[test]
+fn serves_kubectl_and_stops_on_sigterm() {
+    let directory = tempfile::tempdir().unwrap();
+    let kubeconfig = directory.path().join("kubeconfig");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_toolforge-jobs"))
+        .args(["local-cluster", "--kubeconfig-out"])
+        .arg(&kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !kubeconfig.exists() {
+        assert!(Instant::now() < deadline, "no kubeconfig written");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let kubectl = |args: &[&str]| {
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .arg("--cache-dir")
+            .arg(directory.path().join("cache"))
+            .args(args)
+            .output()
+            .expect("kubectl must be installed for this test")
+    };
+    let namespaces = kubectl(&["get", "namespaces", "-o", "name"]);
+    assert!(
+        namespaces.status.success(),
+        "{}",
+        String::from_utf8_lossy(&namespaces.stderr)
+    );
+    assert!(String::from_utf8_lossy(&namespaces.stdout).contains("namespace/default"));
+
+    let status = Command::new("kill")
+        .arg("-TERM")
+        .arg(server.id().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = server.wait_with_output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .contains("local cluster serving at http://127.0.0.1:")
+    );
+}

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 fn serves_kubectl_and_stops_on_sigterm() {
     let directory = tempfile::tempdir().unwrap();
     let kubeconfig = directory.path().join("kubeconfig");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_toolforge-jobs"))
+    let server = Command::new(env!("CARGO_BIN_EXE_toolforge-jobs"))
         .args(["local-cluster", "--kubeconfig-out"])
         .arg(&kubeconfig)
         .stdout(Stdio::null())

@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, reason = "a failing unwrap is a failing test")]
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -141,7 +142,7 @@ fn oversized_files_are_refused_before_parsing() {
     std::fs::write(&path, "#".repeat(11 * 1024 * 1024)).unwrap();
     let output = validate(&path, &[]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("at most 10485760"));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("larger than 10485760 bytes"));
 }
 
 #[test]
@@ -177,4 +178,60 @@ fn the_default_file_is_jobs_yaml_in_the_current_directory() {
         .assert()
         .success()
         .stderr(predicates::str::contains("jobs.yaml is valid: 1 job"));
+}
+
+#[test]
+fn endless_input_is_refused_without_reading_it_all() {
+    let output = Command::cargo_bin("toolforge-jobs")
+        .unwrap()
+        .args(["validate", "-f", "/dev/zero"])
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn bytes_that_are_not_utf8_are_located() {
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("jobs.yaml");
+    std::fs::write(
+        &path,
+        b"- name: a\n  command: ./caf\xe9\n  image: bookworm\n",
+    )
+    .unwrap();
+    let output = validate(&path, &["-o", "json"]);
+    assert_eq!(output.status.code(), Some(2));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let problem = &report["problems"][0];
+    assert_eq!(problem["code"], "jobs::not_utf8");
+    assert_eq!(
+        (problem["line"].as_u64(), problem["column"].as_u64()),
+        (Some(2), Some(17))
+    );
+}
+
+#[test]
+fn thousands_of_problems_are_reported_promptly() {
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("jobs.yaml");
+    let jobs = (0..3000).fold(String::new(), |mut jobs, index| {
+        let _ = write!(jobs, "- name: job-{index}\n  image: bookworm\n  retry: 9\n");
+        jobs
+    });
+    std::fs::write(&path, jobs).unwrap();
+    let output = Command::cargo_bin("toolforge-jobs")
+        .unwrap()
+        .args(["validate", "-f"])
+        .arg(&path)
+        .timeout(std::time::Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("more problems; `-o json` lists them all"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("is invalid: 6000 errors"), "{stderr}");
 }

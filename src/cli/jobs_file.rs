@@ -1,10 +1,11 @@
 //! Finding and reading the jobs file: `-f FILE`, else `./jobs.yaml`, else `$HOME/jobs.yaml` (SPEC §9).
 
 use std::fs;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use crate::cli::{Error, GlobalArgs};
-use crate::config::{MAX_FILE_BYTES, SourceFile};
+use crate::config::MAX_FILE_BYTES;
 
 /// The path of the jobs file the command should use.
 pub(crate) fn locate(global: &GlobalArgs) -> Result<PathBuf, Error> {
@@ -22,31 +23,19 @@ pub(crate) fn locate(global: &GlobalArgs) -> Result<PathBuf, Error> {
         .ok_or(Error::NoJobsFile { searched })
 }
 
-/// Reads the file, refusing oversized and non-UTF-8 files before parsing.
-pub(crate) fn read(path: &Path) -> Result<SourceFile, Error> {
+/// Reads the file's bytes, at most one byte more than a jobs file may have, so that `/dev/zero` or a huge
+/// file is refused without reading it all.
+pub(crate) fn read(path: &Path) -> Result<Vec<u8>, Error> {
     let read_error = |source| Error::ReadFile {
         path: path.to_owned(),
         source,
     };
-    let size = fs::metadata(path).map_err(read_error)?.len();
-    if usize::try_from(size).map_or(true, |size| size > MAX_FILE_BYTES) {
-        return Err(Error::FileTooLarge {
-            path: path.to_owned(),
-            size,
-            max: MAX_FILE_BYTES,
-        });
-    }
-    let bytes = fs::read(path).map_err(read_error)?;
-    let text = String::from_utf8(bytes).map_err(|error| Error::NotUtf8 {
-        path: path.to_owned(),
-        offset: error.utf8_error().valid_up_to(),
-    })?;
-    // PyYAML skips a byte-order mark; so do we.
-    let text = text
-        .strip_prefix('\u{feff}')
-        .map(str::to_owned)
-        .unwrap_or(text);
-    Ok(SourceFile::new(path.display().to_string(), text))
+    let file = fs::File::open(path).map_err(read_error)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    Ok(bytes)
 }
 
 /// Counts the regular files a `trigger-files` pattern matches relative to `directory`.

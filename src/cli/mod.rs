@@ -130,14 +130,6 @@ pub enum Error {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("`{}` is {size} bytes; jobs files may be at most {max}", .path.display())]
-    FileTooLarge {
-        path: PathBuf,
-        size: u64,
-        max: usize,
-    },
-    #[error("`{}` is not UTF-8 text (invalid byte at offset {offset})", .path.display())]
-    NotUtf8 { path: PathBuf, offset: usize },
     #[error("cannot write the output")]
     Output(#[from] std::io::Error),
     #[error("the local cluster failed")]
@@ -147,9 +139,7 @@ pub enum Error {
 impl Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            Error::NoJobsFile { .. } | Error::FileTooLarge { .. } | Error::NotUtf8 { .. } => {
-                ExitStatus::Invalid
-            }
+            Error::NoJobsFile { .. } => ExitStatus::Invalid,
             Error::ReadFile { .. } | Error::Output(_) | Error::LocalCluster(_) => {
                 ExitStatus::Failure
             }

@@ -10,9 +10,9 @@ use crate::output::{ExitStatus, Printer};
 
 pub(crate) fn run(global: &GlobalArgs, printer: Printer) -> Result<ExitStatus, Error> {
     let path = jobs_file::locate(global)?;
-    let source = jobs_file::read(&path)?;
+    let bytes = jobs_file::read(&path)?;
     let tool = tool_name(global);
-    tracing::debug!(file = %path.display(), bytes = source.text.len(), tool = ?tool, "validating");
+    tracing::debug!(file = %path.display(), bytes = bytes.len(), tool = ?tool, "validating");
     let images = ImageTable::bundled();
     let directory = jobs_file::directory_of(&path);
     let count_trigger_files = |pattern: &str| jobs_file::count_matches(&directory, pattern);
@@ -23,7 +23,8 @@ pub(crate) fn run(global: &GlobalArgs, printer: Printer) -> Result<ExitStatus, E
     };
 
     let started = std::time::Instant::now();
-    let loaded = config::load(source, &context);
+    let loaded = config::decode(path.display().to_string(), bytes)
+        .and_then(|source| config::load(source, &context));
     tracing::info!(elapsed = ?started.elapsed(), valid = loaded.is_ok(), "loaded the jobs file");
     let (source, jobs, problems) = match loaded {
         Ok(file) => {

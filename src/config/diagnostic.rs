@@ -4,12 +4,13 @@
 //! wrong with a file. A problem carries the byte range it is about; [`Report`] turns that into a miette
 //! diagnostic with the file name, line, column and a snippet.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::ops::Range;
 use std::sync::Arc;
 
 use miette::{
-    Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceCode,
+    Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteError,
+    MietteSpanContents, SourceCode, SourceSpan, SpanContents,
 };
 
 /// How bad a problem is: errors make the file invalid, warnings do not.
@@ -78,30 +79,55 @@ impl Problem {
     }
 }
 
-/// The text of a jobs file together with the name it is shown under.
+/// The text of a jobs file, the name it is shown under, and an index of its line starts.
+///
+/// The index makes every location lookup a binary search, so a file with thousands of problems still reports
+/// them all in linear time; miette's own `str` source rescans from the top for each report.
 #[derive(Debug, Clone)]
 pub struct SourceFile {
     pub name: String,
     pub text: Arc<str>,
+    line_starts: Arc<[usize]>,
 }
 
 impl SourceFile {
     pub fn new(name: impl Into<String>, text: impl Into<Arc<str>>) -> Self {
+        let text: Arc<str> = text.into();
+        let line_starts = line_starts(&text).into();
         Self {
             name: name.into(),
-            text: text.into(),
+            text,
+            line_starts,
         }
+    }
+
+    /// 0-based index of the line holding a byte offset.
+    fn line_index(&self, offset: usize) -> usize {
+        self.line_starts
+            .partition_point(|&start| start <= offset)
+            .saturating_sub(1)
     }
 
     /// 1-based line and column (in characters) of a byte offset.
     pub fn line_column(&self, offset: usize) -> (usize, usize) {
         let offset = floor_char_boundary(&self.text, offset);
-        let before = &self.text[..offset];
-        let line = before.matches('\n').count() + 1;
-        let line_start = before.rfind('\n').map_or(0, |newline| newline + 1);
-        let column = before[line_start..].chars().count() + 1;
-        (line, column)
+        let line = self.line_index(offset);
+        let column = self.text[self.line_starts[line]..offset].chars().count() + 1;
+        (line + 1, column)
     }
+}
+
+/// Where each line starts. Line breaks are `\n`, `\r\n` and a lone `\r`, as for PyYAML and miette.
+fn line_starts(text: &str) -> Vec<usize> {
+    let bytes = text.as_bytes();
+    let mut starts = vec![0];
+    for (index, &byte) in bytes.iter().enumerate() {
+        let is_break = byte == b'\n' || (byte == b'\r' && bytes.get(index + 1) != Some(&b'\n'));
+        if is_break {
+            starts.push(index + 1);
+        }
+    }
+    starts
 }
 
 fn floor_char_boundary(text: &str, offset: usize) -> usize {
@@ -112,19 +138,52 @@ fn floor_char_boundary(text: &str, offset: usize) -> usize {
     offset
 }
 
+impl SourceCode for SourceFile {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        context_lines_before: usize,
+        context_lines_after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let start = span.offset().min(self.text.len());
+        let end = (span.offset() + span.len()).min(self.text.len());
+        let first_line = self.line_index(start).saturating_sub(context_lines_before);
+        let last_line = (self.line_index(end.saturating_sub(1).max(start)) + context_lines_after)
+            .min(self.line_starts.len() - 1);
+        let window_start = self.line_starts[first_line];
+        let window_end = self
+            .line_starts
+            .get(last_line + 1)
+            .copied()
+            .unwrap_or(self.text.len());
+        // Let miette lay out the few lines around the span, then move its answer back into the whole file.
+        let window = &self.text[window_start..window_end];
+        let local = SourceSpan::new((start - window_start).into(), end - start);
+        let inner = window.read_span(&local, context_lines_before, context_lines_after)?;
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.name.clone(),
+            inner.data(),
+            SourceSpan::new(
+                (inner.span().offset() + window_start).into(),
+                inner.span().len(),
+            ),
+            inner.line() + first_line,
+            inner.column(),
+            inner.line_count(),
+        )))
+    }
+}
+
 /// A problem bound to its file, ready to be rendered by miette.
 #[derive(Debug)]
 pub struct Report<'a> {
     pub problem: &'a Problem,
-    source: NamedSource<Arc<str>>,
+    file: &'a SourceFile,
 }
 
 impl<'a> Report<'a> {
-    pub fn new(file: &SourceFile, problem: &'a Problem) -> Self {
-        Self {
-            problem,
-            source: NamedSource::new(file.name.clone(), Arc::clone(&file.text)),
-        }
+    pub fn new(file: &'a SourceFile, problem: &'a Problem) -> Self {
+        Self { problem, file }
     }
 }
 
@@ -156,7 +215,7 @@ impl Diagnostic for Report<'_> {
     }
 
     fn source_code(&self) -> Option<&dyn SourceCode> {
-        Some(&self.source)
+        Some(self.file)
     }
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
@@ -166,6 +225,9 @@ impl Diagnostic for Report<'_> {
         Some(Box::new(std::iter::once(label)))
     }
 }
+
+/// At most this many problems are drawn with snippets; the rest are counted (`-o json` lists them all).
+pub const MAX_RENDERED: usize = 200;
 
 /// Renders problems as miette reports, one after the other, in the order given.
 pub fn render(file: &SourceFile, problems: &[Problem], color: bool) -> String {
@@ -178,13 +240,20 @@ pub fn render(file: &SourceFile, problems: &[Problem], color: bool) -> String {
         .with_links(false)
         .with_width(100);
     let mut out = String::new();
-    for problem in problems {
+    for problem in problems.iter().take(MAX_RENDERED) {
         let report = Report::new(file, problem);
         // Writing into a String cannot fail; a formatter error here would only come from a broken Display impl.
         if handler.render_report(&mut out, &report).is_err() {
             out.push_str(&problem.message);
         }
         out.push('\n');
+    }
+    if problems.len() > MAX_RENDERED {
+        let _ = writeln!(
+            out,
+            "… and {} more problems; `-o json` lists them all\n",
+            problems.len() - MAX_RENDERED
+        );
     }
     out
 }
@@ -200,6 +269,38 @@ mod tests {
         assert_eq!(file.line_column(12), (2, 3));
         // `m` after the two-byte `ö` is the 5th character of the line, though its 6th byte.
         assert_eq!(file.line_column(15), (2, 5));
+    }
+
+    #[test]
+    fn lone_carriage_returns_and_crlf_end_lines() {
+        let file = SourceFile::new("jobs.yaml", "- name: a\r  command: b\r\n  memory: 1Gi\r");
+        assert_eq!(file.line_column(12), (2, 3));
+        assert_eq!(file.line_column(26), (3, 3));
+    }
+
+    #[test]
+    fn snippets_far_into_a_file_show_the_right_lines() {
+        let text = (1..=5000).fold(String::new(), |mut text, line| {
+            let _ = writeln!(text, "line {line}");
+            text
+        });
+        let offset = text.find("line 4321").unwrap();
+        let file = SourceFile::new("big.yaml", text);
+        let problem =
+            Problem::error("jobs::test", offset..offset + 9, "here").with_label("this one");
+        let rendered = render(&file, &[problem], false);
+        assert!(rendered.contains("big.yaml:4321:1"), "{rendered}");
+        assert!(rendered.contains("4320 │ line 4320"), "{rendered}");
+        assert!(rendered.contains("4321 │ line 4321"), "{rendered}");
+        assert!(rendered.contains("4322 │ line 4322"), "{rendered}");
+    }
+
+    #[test]
+    fn only_the_first_problems_are_drawn() {
+        let file = SourceFile::new("jobs.yaml", "x\n");
+        let problems = vec![Problem::error("jobs::test", 0..1, "bad"); MAX_RENDERED + 5];
+        let rendered = render(&file, &problems, false);
+        assert!(rendered.contains("and 5 more problems"), "{rendered}");
     }
 
     #[test]

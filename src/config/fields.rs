@@ -191,8 +191,20 @@ impl<'a> Fields<'a> {
         problems: &mut Vec<Problem>,
     ) -> Option<(i64, Entry<'a>)> {
         let (text, entry) = self.text(key, problems)?;
-        if let Some(number) = python_int(&text) {
-            return Some((number, entry));
+        match python_int(&text) {
+            Ok(number) => return Some((number, entry)),
+            Err(IntError::TooLarge) => {
+                problems.push(
+                    Problem::error(
+                        "jobs::out_of_range",
+                        entry.value_range(),
+                        format!("`{key}` is far too large: `{text}`"),
+                    )
+                    .with_label("out of range"),
+                );
+                return None;
+            }
+            Err(IntError::NotAnInteger) => {}
         }
         problems.push(
             Problem::error(
@@ -355,13 +367,21 @@ fn type_mismatch(key: Key, entry: Entry<'_>, expected: &str) -> Problem {
     .with_label(format!("a {}", entry.value.value.type_name()))
 }
 
+/// Why a text is not an `i64` for Python's `int()`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum IntError {
+    NotAnInteger,
+    /// A valid integer, but beyond what any key accepts.
+    TooLarge,
+}
+
 /// Python's `int(text)` for base-10 text: surrounding white space, a sign, and single underscores between
 /// digits are allowed.
-pub(super) fn python_int(text: &str) -> Option<i64> {
+pub(super) fn python_int(text: &str) -> Result<i64, IntError> {
     let text = text.trim();
-    let (negative, digits) = match text.as_bytes().first()? {
-        b'-' => (true, &text[1..]),
-        b'+' => (false, &text[1..]),
+    let (negative, digits) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
         _ => (false, text),
     };
     if digits.is_empty()
@@ -370,10 +390,13 @@ pub(super) fn python_int(text: &str) -> Option<i64> {
         || digits.contains("__")
         || !digits.bytes().all(|b| b.is_ascii_digit() || b == b'_')
     {
-        return None;
+        return Err(IntError::NotAnInteger);
     }
-    let value: i64 = digits.replace('_', "").parse().ok()?;
-    Some(if negative { -value } else { value })
+    let value: i64 = digits
+        .replace('_', "")
+        .parse()
+        .map_err(|_| IntError::TooLarge)?;
+    Ok(if negative { -value } else { value })
 }
 
 #[cfg(test)]
@@ -382,12 +405,13 @@ mod tests {
 
     #[test]
     fn python_int_accepts_what_int_accepts() {
-        assert_eq!(python_int("12"), Some(12));
-        assert_eq!(python_int(" 12 "), Some(12));
-        assert_eq!(python_int("+3"), Some(3));
-        assert_eq!(python_int("-3"), Some(-3));
-        assert_eq!(python_int("007"), Some(7));
-        assert_eq!(python_int("1_000"), Some(1000));
+        assert_eq!(python_int("12"), Ok(12));
+        assert_eq!(python_int(" 12 "), Ok(12));
+        assert_eq!(python_int("+3"), Ok(3));
+        assert_eq!(python_int("-3"), Ok(-3));
+        assert_eq!(python_int("007"), Ok(7));
+        assert_eq!(python_int("1_000"), Ok(1000));
+        assert_eq!(python_int("99999999999999999999"), Err(IntError::TooLarge));
     }
 
     #[test]
@@ -395,7 +419,7 @@ mod tests {
         for text in [
             "", "2.0", "True", "1e3", "_1", "1_", "1__0", "0x10", "- 1", "five",
         ] {
-            assert_eq!(python_int(text), None, "{text:?}");
+            assert_eq!(python_int(text), Err(IntError::NotAnInteger), "{text:?}");
         }
     }
 }

@@ -56,6 +56,49 @@ impl InvalidFile {
     }
 }
 
+/// Turns a file's bytes into text the way PyYAML reads them (UTF-8, a leading byte-order mark skipped),
+/// refusing files over [`MAX_FILE_BYTES`] and reporting the first byte that is not UTF-8 with its location.
+pub fn decode(name: String, bytes: Vec<u8>) -> Result<SourceFile, InvalidFile> {
+    if bytes.len() > MAX_FILE_BYTES {
+        let problem = Problem::error(
+            "jobs::too_large",
+            0..0,
+            format!(
+                "the file is larger than {MAX_FILE_BYTES} bytes, the most a jobs file may have"
+            ),
+        )
+        .with_help("a jobs file lists jobs; data belongs in other files");
+        return Err(InvalidFile {
+            source: SourceFile::new(name, ""),
+            problems: vec![problem],
+        });
+    }
+    let bytes = match bytes.strip_prefix("\u{feff}".as_bytes()) {
+        Some(rest) => rest.to_vec(),
+        None => bytes,
+    };
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(SourceFile::new(name, text)),
+        Err(error) => {
+            let offset = error.utf8_error().valid_up_to();
+            let length = error.utf8_error().error_len().unwrap_or(1);
+            let text = String::from_utf8_lossy(error.as_bytes()).into_owned();
+            // The replacement character is three bytes long, and everything before it is unchanged.
+            let problem = Problem::error(
+                "jobs::not_utf8",
+                offset..offset + "\u{fffd}".len(),
+                format!("the file is not UTF-8 text: byte {offset} is not valid"),
+            )
+            .with_label(format!("{length} invalid byte(s) here"))
+            .with_help("save the file as UTF-8; most editors offer this in their \"save as\" or encoding menu");
+            Err(InvalidFile {
+                source: SourceFile::new(name, text),
+                problems: vec![problem],
+            })
+        }
+    }
+}
+
 /// Parses and validates a whole jobs file.
 pub fn load(source: SourceFile, context: &Context<'_>) -> Result<JobsFile, InvalidFile> {
     let mut problems = Vec::new();
@@ -81,20 +124,6 @@ fn load_jobs(
     problems: &mut Vec<Problem>,
 ) -> Vec<LocatedJob> {
     let text = &source.text;
-    if text.len() > MAX_FILE_BYTES {
-        problems.push(
-            Problem::error(
-                "jobs::too_large",
-                0..0,
-                format!(
-                    "the file is {} bytes; jobs files may be at most {MAX_FILE_BYTES}",
-                    text.len()
-                ),
-            )
-            .with_help("a jobs file lists jobs; data belongs in other files"),
-        );
-        return Vec::new();
-    }
     let limits = yaml11::Limits {
         max_bytes: MAX_FILE_BYTES,
         ..yaml11::Limits::default()

@@ -107,9 +107,10 @@ impl fmt::Display for Quantity {
 /// The integer multiplier and the power of ten to divide by that a suffix stands for.
 fn suffix_scale(suffix: &str) -> Option<(i128, i32)> {
     let binary = |power: u32| Some((1_i128 << (10 * power), 0));
+    // `None` for exponents whose power does not fit: such quantities are far beyond any machine anyway.
     let decimal = |exponent: i32| {
         if exponent >= 0 {
-            Some((10_i128.pow(exponent.unsigned_abs()), 0))
+            Some((10_i128.checked_pow(exponent.unsigned_abs())?, 0))
         } else {
             Some((1, -exponent))
         }
@@ -184,6 +185,16 @@ mod tests {
         for text in [
             "", "Gi", "1GB", "1 Gi", "one", "1.2.3", "1gi", "0x10", "1e", ".", "1e1000", "--1",
         ] {
+            assert!(
+                Quantity::parse(text).is_err(),
+                "{text:?} should be rejected"
+            );
+        }
+    }
+
+    #[test]
+    fn huge_exponents_are_errors_not_panics() {
+        for text in ["1e39", "1e400", "1E999", "9e38"] {
             assert!(
                 Quantity::parse(text).is_err(),
                 "{text:?} should be rejected"

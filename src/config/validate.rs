@@ -584,7 +584,7 @@ fn wait(fields: &Fields<'_>, problems: &mut Vec<Problem>) -> Option<u64> {
             };
             let help = match other {
                 Value::Bool(false) => "remove `wait: false`; it has no effect".to_owned(),
-                Value::Str(text) if crate::config::fields::python_int(text).is_some() => {
+                Value::Str(text) if crate::config::fields::python_int(text).is_ok() => {
                     format!("write the number without quotes: `wait: {}`", text.trim())
                 }
                 _ => "write `wait: true` (up to 600 seconds) or a number of seconds, e.g. `wait: 300`".to_owned(),
@@ -702,6 +702,7 @@ fn port(fields: &Fields<'_>, problems: &mut Vec<Problem>) -> Option<Port> {
         None => (text.as_str(), None),
     };
     let number = crate::config::fields::python_int(number)
+        .ok()
         .and_then(|n| u16::try_from(n).ok())
         .filter(|n| *n > 0);
     let protocol = match protocol {

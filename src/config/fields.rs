@@ -125,6 +125,19 @@ impl<'a> Fields<'a> {
             let previous = entries.insert(key, entry);
             // Keys merged in with `<<: *alias` exist to be overridden; only two explicit entries are a mistake.
             if let Some(previous) = previous.filter(|previous| previous.key.alias.is_none()) {
+                if key == Key::Name {
+                    // Two names in one mapping almost always mean a job lost its `- `, and with it the first
+                    // job silently vanishes; upstream loads only the second.
+                    problems.push(
+                        Problem::error("jobs::duplicate_key", key_span, "this job has two `name` keys")
+                            .with_label("second `name`")
+                            .with_help(format!(
+                                "is a `- ` missing before this line to start a new job? The first `name` is on line {}",
+                                previous.key.span.start.line
+                            )),
+                    );
+                    continue;
+                }
                 // Python dicts keep the last value; we do the same, but say so: it is rarely intended.
                 problems.push(
                     Problem::warning(

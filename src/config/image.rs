@@ -56,18 +56,38 @@ impl ImageTable {
         Self::from_yaml(BUNDLED_TABLE).expect("bundled image table is valid")
     }
 
-    /// Finds a pre-built image by short name, alias, or registry path (with or without host and tag).
+    /// Finds a pre-built image by short name or alias (`python3.11`, `tf-python311`, either with a `:tag`), or
+    /// by registry URL, whose last path component is compared so that old registry hosts still match.
     pub fn find(&self, name: &str) -> Option<(&str, &PrebuiltImage)> {
         let path = strip_tag(name);
+        let last = path.rsplit('/').next().unwrap_or(path);
         self.images
             .iter()
             .find(|(short, image)| {
-                *short == name
-                    || image.aliases.iter().any(|alias| alias == name)
-                    || image.image == path
-                    || image.image.rsplit('/').next() == Some(path)
+                *short == last
+                    || image.aliases.iter().any(|alias| alias == last)
+                    || image.image.rsplit('/').next() == Some(last)
             })
             .map(|(short, image)| (short.as_str(), image))
+    }
+
+    /// Short names that a mistyped or incomplete name probably meant: the stable images it is a prefix of
+    /// (`python3` → `python3.11`, `python3.13`), else the closest name.
+    pub fn suggestions(&self, name: &str) -> Vec<&str> {
+        let prefixed: Vec<&str> = self
+            .stable_names()
+            .filter(|short| short.starts_with(name))
+            .collect();
+        if !prefixed.is_empty() {
+            return prefixed;
+        }
+        self.images
+            .keys()
+            .map(|short| (strsim::levenshtein(name, short), short.as_str()))
+            .filter(|(distance, _)| *distance <= 2)
+            .min_by_key(|(distance, _)| *distance)
+            .map(|(_, short)| vec![short])
+            .unwrap_or_default()
     }
 
     /// Short names of the stable images, sorted, as `toolforge jobs images` lists them.
@@ -79,7 +99,8 @@ impl ImageTable {
     }
 }
 
-fn strip_tag(name: &str) -> &str {
+/// The image name without its `:tag` and `@digest`.
+pub fn strip_tag(name: &str) -> &str {
     let without_digest = name.split_once('@').map_or(name, |(before, _)| before);
     match without_digest.rsplit_once(':') {
         // A colon after the last slash separates the tag; one before it belongs to a `host:port`.
@@ -218,10 +239,13 @@ mod tests {
         let table = ImageTable::bundled();
         for name in [
             "python3.11",
+            "python3.11:latest",
             "tf-python311",
             "toolforge-python311-sssd-base",
             "docker-registry.svc.toolforge.org/toolforge-python311-sssd-web:latest",
             "docker-registry.svc.toolforge.org/toolforge-python311-sssd-web",
+            "docker-registry.tools.wmflabs.org/toolforge-python311-sssd-web:latest",
+            "docker-registry.tools.wmflabs.org/toolforge-python311-sssd-base:latest",
         ] {
             assert_eq!(
                 table.find(name).map(|(short, _)| short),
@@ -230,6 +254,17 @@ mod tests {
             );
         }
         assert_eq!(table.find("python2.7"), None);
+    }
+
+    #[test]
+    fn suggests_what_a_partial_or_mistyped_name_meant() {
+        let table = ImageTable::bundled();
+        assert_eq!(
+            table.suggestions("python3"),
+            ["python3.11", "python3.12", "python3.13"]
+        );
+        assert_eq!(table.suggestions("bookwrom"), ["bookworm"]);
+        assert!(table.suggestions("ubuntu").is_empty());
     }
 
     #[test]

@@ -126,6 +126,8 @@ fn load_jobs(
     let text = &source.text;
     let limits = yaml11::Limits {
         max_bytes: MAX_FILE_BYTES,
+        // A realistic job is 10–30 nodes, so this admits `MAX_JOBS` jobs and stops hostile files early.
+        max_nodes: 600_000,
         ..yaml11::Limits::default()
     };
     let root = match yaml11::load(text, &limits) {
@@ -253,22 +255,7 @@ fn syntax_problem(text: &str, error: &yaml11::Error) -> Problem {
         .find('\n')
         .map_or(text.len(), |newline| start + newline);
     let line = &text[line_start..line_end];
-    let help =
-        if line.contains(": @") || line.contains(":@") || line.trim_start().starts_with("- @") {
-            Some(
-                "a value that starts with `@` must be quoted in YAML: `schedule: \"@daily\"`"
-                    .to_owned(),
-            )
-        } else if error.message.contains("tab") || error.message.contains("'\\t'") {
-            Some("YAML does not allow tabs for indentation; indent with spaces".to_owned())
-        } else if let yaml11::ErrorKind::LimitExceeded(_) = error.kind {
-            Some(
-                "jobs files are small; this one expands into too much data (aliases of aliases?)"
-                    .to_owned(),
-            )
-        } else {
-            None
-        };
+    let help = syntax_help(line, error);
     let mut message = error.message.clone();
     if let Some((context, _)) = &error.context {
         message = format!("{message} ({context})");
@@ -279,5 +266,24 @@ fn syntax_problem(text: &str, error: &yaml11::Error) -> Problem {
         format!("invalid YAML: {message}"),
     )
     .with_label("here")
-    .with_optional_help(help)
+    .with_optional_help(help.map(str::to_owned))
+}
+
+/// Advice for the YAML mistakes people make in jobs files.
+fn syntax_help(line: &str, error: &yaml11::Error) -> Option<&'static str> {
+    if line.contains(": @") || line.contains(":@") || line.trim_start().starts_with("- @") {
+        return Some("a value that starts with `@` must be quoted in YAML: `schedule: \"@daily\"`");
+    }
+    if error.message.contains("tab") || error.message.contains("'\\t'") {
+        return Some("YAML does not allow tabs for indentation; indent with spaces");
+    }
+    match error.kind {
+        yaml11::ErrorKind::LimitExceeded(yaml11::Limit::Depth) => {
+            Some("jobs files nest a few levels deep; this one nests far deeper")
+        }
+        yaml11::ErrorKind::LimitExceeded(_) => Some(
+            "jobs files are small; this one expands into too much data (aliases of aliases, or far too many jobs)",
+        ),
+        _ => None,
+    }
 }

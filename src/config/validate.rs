@@ -9,7 +9,7 @@ use yaml11::{Node, Style, Value};
 
 use crate::config::diagnostic::Problem;
 use crate::config::fields::{Entry, Fields, Flag, span_of};
-use crate::config::image::{ImageName, ImageState, ImageTable, parse_image_name};
+use crate::config::image::{ImageName, ImageState, ImageTable, parse_image_name, strip_tag};
 use crate::config::job::{
     Emails, FileLog, HealthCheck, Job, JobKind, Mount, Port, Protocol, Rerun, Service,
 };
@@ -266,6 +266,33 @@ fn image(
     };
     if let ImageName::Prebuilt(name) = &image_name {
         match context.images.find(name) {
+            // A bare name is looked up in the image table, as upstream does; one that is not there cannot run.
+            None if !name.contains('/') => {
+                let suggestions = context.images.suggestions(strip_tag(name));
+                let help = if suggestions.is_empty() {
+                    image_help(context.images)
+                } else {
+                    let listed: Vec<String> = suggestions
+                        .iter()
+                        .map(|short| format!("`{short}`"))
+                        .collect();
+                    format!(
+                        "did you mean {}? {}",
+                        listed.join(" or "),
+                        image_help(context.images)
+                    )
+                };
+                problems.push(
+                    Problem::error(
+                        "jobs::unknown_image",
+                        entry.value_range(),
+                        format!("no such image `{name}`"),
+                    )
+                    .with_label("not a Toolforge image")
+                    .with_help(help),
+                );
+                return None;
+            }
             None => problems.push(
                 Problem::warning(
                     "jobs::unknown_image",
@@ -520,7 +547,7 @@ fn kind(
             .with_label(format!("conflicts with `{first}`"))
             .with_help("a job is one-off (optionally with `wait`), scheduled (`schedule`), continuous (`continuous: true`) or a webservice (`webservice: true`)"),
         );
-        return None;
+        // Go on as the first kind, so the job's other problems are reported in this run too.
     }
 
     // Values are read only for the kind that uses them: a key the kind does not accept gets one
@@ -1064,7 +1091,7 @@ mod tests {
     fn image_and_abbreviation_warnings_do_not_fail() {
         assert_eq!(warnings("  comm: x\n"), ["jobs::abbreviated_key"]);
         assert_eq!(
-            warnings("  command: x\n  image: python2.7\n"),
+            warnings("  command: x\n  image: registry.example.org/python:2.7\n"),
             ["jobs::duplicate_key", "jobs::unknown_image"]
         );
     }

@@ -1,0 +1,377 @@
+//! The canonical job: one job with every default resolved, the common ground of rendering, hashing and read-back.
+//!
+//! [`canonical`] resolves what the user left out (file logging and mounts by image kind, log paths against the
+//! home, memory and CPU in upstream's normalised texts, the image's full URL) and normalises what has several
+//! spellings with the same effect (a `launcher ` prefix on build-service commands, shell quoting of commands that
+//! are split into words). Rendering builds objects only from this value, and read-back produces the same type
+//! from live objects, so "is the live job the desired job?" is a field-by-field comparison.
+//!
+//! Its JSON serialisation (fields in declaration order, absent values omitted) is the input of [`desired_hash`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::image::ImageName;
+use crate::config::job::{Emails, HealthCheck, Job, JobKind, Mount, Protocol};
+use crate::config::quantity::Quantity;
+use crate::render::RenderError;
+use crate::render::context::RenderContext;
+use crate::render::digest::sha256_hex;
+use crate::render::quantities::{Memory, cpu_text};
+use crate::render::shell;
+
+/// Upstream's memory when `mem` is not set.
+pub const DEFAULT_MEMORY: &str = "512Mi";
+/// Upstream's CPU request when `cpu` is not set.
+pub const DEFAULT_CPU: &str = "100m";
+/// Upstream's `cpu` in normalised form; a job with this CPU gets the cluster's default limit.
+pub(crate) const DEFAULT_CPU_TEXT: &str = "0.1";
+/// Build-service images run their command through this program (it sets up the buildpack environment).
+pub(crate) const LAUNCHER: &str = "launcher";
+
+/// Prefix of the hashed bytes; bumping it marks a change of the canonical form, which changes every hash once.
+const HASH_FORMAT: &[u8] = b"toolforge-jobs canonical job v1\n";
+
+/// The kind of a canonical job, in upstream's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    OneOff,
+    Scheduled,
+    Continuous,
+    Webservice,
+}
+
+/// A job with every default resolved; see the module documentation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct CanonicalJob {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: Kind,
+    /// The user's command; for build-service images without a leading `launcher `, and quoted the way
+    /// `shlex.join` quotes when the command is split into words. `None` only for a webservice without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The full image reference the container gets, `host/path:tag[@digest]`.
+    pub image: String,
+    /// The schedule as written (scheduled jobs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    /// The expression Kubernetes gets (scheduled jobs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_actual: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
+    /// Seconds; absent when there is no timeout (also for `timeout: 0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
+    /// One-off and scheduled jobs only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<u8>,
+    pub emails: String,
+    /// Memory in upstream's normalised form, `0.5Gi`.
+    pub mem: String,
+    /// CPU request in upstream's normalised form, `0.1`.
+    pub cpu: String,
+    /// CPU limit, normalised like `cpu`.
+    pub cpu_limit: String,
+    pub filelog: bool,
+    /// Absolute paths; present exactly when `filelog` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filelog_stdout: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filelog_stderr: Option<String>,
+    /// `all` or `none`.
+    pub mount: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// `tcp` or `udp`; present exactly when `port` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port_protocol: Option<String>,
+    /// Continuous jobs and webservices only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_check_script: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_check_http: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publish: Option<String>,
+}
+
+impl CanonicalJob {
+    /// Whether the image comes from the build service (which changes command, mount and logging rules).
+    pub fn is_build_service(&self) -> bool {
+        crate::config::image::parse_image_name(&self.image)
+            .is_ok_and(|name| name.is_build_service())
+    }
+
+    /// Whether the job uses upstream's default CPU, which gets the cluster's default limit.
+    pub(crate) fn has_default_cpu(&self) -> bool {
+        self.cpu == DEFAULT_CPU_TEXT
+    }
+
+    /// The JSON text that [`desired_hash`] hashes.
+    pub fn to_canonical_json(&self) -> String {
+        // A struct of strings, integers, booleans and options of those always serialises.
+        serde_json::to_string(self).expect("a canonical job serialises to JSON")
+    }
+}
+
+/// SHA-256 (hex) of the canonical JSON of `job`, for the `jobs.toolforge.org/desired-hash` annotation.
+pub fn desired_hash(job: &CanonicalJob) -> String {
+    sha256_hex(&[HASH_FORMAT, job.to_canonical_json().as_bytes()])
+}
+
+/// Resolves every default of `job` for the given cluster.
+pub fn canonical(job: &Job, context: &RenderContext) -> Result<CanonicalJob, RenderError> {
+    let build_service = job.image_name.is_build_service();
+    let webservice = matches!(job.kind, JobKind::Webservice(_));
+    // Upstream refuses every file-logging key on a webservice, so a webservice never logs to files.
+    let filelog = !webservice && job.file_log.enabled.unwrap_or(!build_service);
+    let log_path = |written: &Option<String>, extension: &str| {
+        let path = written
+            .clone()
+            .unwrap_or_else(|| format!("{}.{extension}", job.name));
+        absolute_in(&context.home, &path)
+    };
+    let memory = Memory::of(
+        &job.mem
+            .clone()
+            .unwrap_or_else(|| default_quantity(DEFAULT_MEMORY)),
+    );
+    let cpu = cpu_text(
+        &job.cpu
+            .clone()
+            .unwrap_or_else(|| default_quantity(DEFAULT_CPU)),
+    );
+    let cpu_limit = if cpu == DEFAULT_CPU_TEXT {
+        cpu_text(&context.default_cpu_limit)
+    } else {
+        cpu.clone()
+    };
+    let command = job
+        .command
+        .as_deref()
+        .map(|command| canonical_command(command, build_service, filelog))
+        .transpose()
+        .map_err(|source| RenderError::Command {
+            job: job.name.clone(),
+            field: "command",
+            source,
+        })?;
+
+    let mut canonical = CanonicalJob {
+        name: job.name.clone(),
+        kind: Kind::OneOff,
+        command,
+        image: resolve_image(job, context)?,
+        schedule: None,
+        schedule_actual: None,
+        timezone: None,
+        timeout: None,
+        retry: None,
+        emails: emails_name(job.emails.unwrap_or(Emails::None)).to_owned(),
+        mem: memory.limit_text(),
+        cpu,
+        cpu_limit,
+        filelog,
+        filelog_stdout: filelog.then(|| log_path(&job.file_log.stdout, "out")),
+        filelog_stderr: filelog.then(|| log_path(&job.file_log.stderr, "err")),
+        mount: mount_name(job.mount.unwrap_or(if build_service {
+            Mount::None
+        } else {
+            Mount::All
+        }))
+        .to_owned(),
+        port: None,
+        port_protocol: None,
+        replicas: None,
+        health_check_script: None,
+        health_check_http: None,
+        publish: None,
+    };
+    resolve_kind(&mut canonical, job, build_service)?;
+    Ok(canonical)
+}
+
+/// Fills in the settings that exist only for the job's kind.
+fn resolve_kind(
+    canonical: &mut CanonicalJob,
+    job: &Job,
+    build_service: bool,
+) -> Result<(), RenderError> {
+    match &job.kind {
+        JobKind::OneOff { retry, .. } => canonical.retry = Some(retry.unwrap_or(0)),
+        JobKind::Scheduled {
+            schedule,
+            retry,
+            timeout,
+            timezone,
+        } => {
+            canonical.kind = Kind::Scheduled;
+            canonical.schedule = Some(schedule.expression.clone());
+            canonical.schedule_actual = Some(schedule.actual.clone());
+            canonical.timezone.clone_from(timezone);
+            canonical.timeout = timeout.filter(|seconds| *seconds > 0);
+            canonical.retry = Some(retry.unwrap_or(0));
+        }
+        JobKind::Continuous(service) | JobKind::Webservice(service) => {
+            let webservice = matches!(job.kind, JobKind::Webservice(_));
+            canonical.kind = if webservice {
+                Kind::Webservice
+            } else {
+                Kind::Continuous
+            };
+            canonical.replicas = Some(service.replicas.unwrap_or(1));
+            if let Some(port) = service.port {
+                canonical.port = Some(port.number);
+                // Upstream ignores the protocol part of a webservice's port.
+                let protocol = if webservice {
+                    Protocol::Tcp
+                } else {
+                    port.protocol
+                };
+                canonical.port_protocol = Some(protocol_name(protocol).to_owned());
+            }
+            match &service.health_check {
+                Some(HealthCheck::Script(script)) => {
+                    canonical.health_check_script = Some(
+                        canonical_health_script(script, build_service).map_err(|source| {
+                            RenderError::Command {
+                                job: job.name.clone(),
+                                field: "health-check-script",
+                                source,
+                            }
+                        })?,
+                    );
+                }
+                Some(HealthCheck::Http(path)) => canonical.health_check_http = Some(path.clone()),
+                None => {}
+            }
+            canonical.publish.clone_from(&service.publish);
+        }
+    }
+    Ok(())
+}
+
+/// `path` made absolute against `home`, as upstream does for log paths.
+pub(crate) fn absolute_in(home: &str, path: &str) -> String {
+    if path.starts_with('/') {
+        path.to_owned()
+    } else {
+        format!("{home}/{path}")
+    }
+}
+
+/// The command as rendering and read-back agree on it; see [`CanonicalJob::command`].
+pub(crate) fn canonical_command(
+    command: &str,
+    build_service: bool,
+    filelog: bool,
+) -> Result<String, shell::SplitError> {
+    if !build_service {
+        return Ok(command.to_owned());
+    }
+    let launched = with_launcher(command);
+    let launched = if filelog {
+        launched
+    } else {
+        shell::join(&shell::split(&launched)?)
+    };
+    Ok(without_launcher(&launched).to_owned())
+}
+
+fn canonical_health_script(script: &str, build_service: bool) -> Result<String, shell::SplitError> {
+    if build_service {
+        Ok(shell::join(&shell::split(script)?))
+    } else {
+        Ok(script.to_owned())
+    }
+}
+
+/// Upstream prefixes build-service commands with `launcher ` unless they already start with it.
+pub(crate) fn with_launcher(command: &str) -> String {
+    if command == LAUNCHER || command.starts_with("launcher ") {
+        command.to_owned()
+    } else {
+        format!("{LAUNCHER} {command}")
+    }
+}
+
+pub(crate) fn without_launcher(command: &str) -> &str {
+    command.strip_prefix("launcher ").unwrap_or(command)
+}
+
+fn resolve_image(job: &Job, context: &RenderContext) -> Result<String, RenderError> {
+    match &job.image_name {
+        ImageName::BuildService {
+            host,
+            tool,
+            name,
+            tag,
+            digest,
+        } => {
+            let host = host.as_deref().unwrap_or(&context.harbor_host);
+            let mut reference = format!("{host}/tool-{tool}/{name}");
+            match (tag, digest) {
+                (Some(tag), _) => reference = format!("{reference}:{tag}"),
+                (None, None) => reference.push_str(":latest"),
+                (None, Some(_)) => {}
+            }
+            if let Some(digest) = digest {
+                reference = format!("{reference}@{digest}");
+            }
+            Ok(reference)
+        }
+        ImageName::Prebuilt(written) => {
+            let (_, image) =
+                context
+                    .images
+                    .find(written)
+                    .ok_or_else(|| RenderError::UnknownImage {
+                        job: job.name.clone(),
+                        image: written.clone(),
+                    })?;
+            Ok(format!(
+                "{}:{}",
+                image.image,
+                written_tag(written).unwrap_or("latest")
+            ))
+        }
+    }
+}
+
+/// The tag of a full image URL (`host/path:tag`), if it has one.
+fn written_tag(image: &str) -> Option<&str> {
+    let (_, last_component) = image.rsplit_once('/')?;
+    last_component.split_once(':').map(|(_, tag)| tag)
+}
+
+fn default_quantity(text: &str) -> Quantity {
+    // Only called with the constants above, which the unit tests parse.
+    Quantity::parse(text).expect("default quantities are valid")
+}
+
+pub(crate) fn emails_name(emails: Emails) -> &'static str {
+    match emails {
+        Emails::None => "none",
+        Emails::All => "all",
+        Emails::Onfinish => "onfinish",
+        Emails::Onfailure => "onfailure",
+    }
+}
+
+fn mount_name(mount: Mount) -> &'static str {
+    match mount {
+        Mount::All => "all",
+        Mount::None => "none",
+    }
+}
+
+fn protocol_name(protocol: Protocol) -> &'static str {
+    match protocol {
+        Protocol::Tcp => "tcp",
+        Protocol::Udp => "udp",
+    }
+}

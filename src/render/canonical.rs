@@ -325,24 +325,29 @@ fn resolve_image(job: &Job, context: &RenderContext) -> Result<String, RenderErr
             Ok(reference)
         }
         ImageName::Prebuilt(written) => {
+            let (reference, digest) = written
+                .split_once('@')
+                .map_or((written.as_str(), None), |(reference, digest)| {
+                    (reference, Some(digest))
+                });
             let (_, image) =
                 context
                     .images
-                    .find(written)
+                    .find(reference)
                     .ok_or_else(|| RenderError::UnknownImage {
                         job: job.name.clone(),
                         image: written.clone(),
                     })?;
-            Ok(format!(
-                "{}:{}",
-                image.image,
-                written_tag(written).unwrap_or("latest")
-            ))
+            let tag = written_tag(reference).unwrap_or("latest");
+            Ok(match digest {
+                Some(digest) => format!("{}:{tag}@{digest}", image.image),
+                None => format!("{}:{tag}", image.image),
+            })
         }
     }
 }
 
-/// The tag of a full image URL (`host/path:tag`), if it has one.
+/// The tag of a full image URL without digest (`host/path:tag`), if it has one.
 fn written_tag(image: &str) -> Option<&str> {
     let (_, last_component) = image.rsplit_once('/')?;
     last_component.split_once(':').map(|(_, tag)| tag)
@@ -373,5 +378,213 @@ fn protocol_name(protocol: Protocol) -> &'static str {
     match protocol {
         Protocol::Tcp => "tcp",
         Protocol::Udp => "udp",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::image::ImageTable;
+    use crate::config::{self, SourceFile};
+    use crate::render::context::{DEFAULT_SET_NAME, Membership};
+
+    fn context() -> RenderContext {
+        RenderContext::toolforge(
+            "mytool",
+            52503,
+            ImageTable::bundled(),
+            Membership {
+                set_name: DEFAULT_SET_NAME.to_owned(),
+                applyset_id: "applyset-test-v1".to_owned(),
+            },
+        )
+    }
+
+    /// The one job of a jobs file holding `yaml` (a single job mapping, without the leading `- `).
+    fn job(yaml: &str) -> Job {
+        let text = format!("- {}", yaml.trim().replace('\n', "\n  "));
+        let images = ImageTable::bundled();
+        let validation = config::Context {
+            tool: "mytool",
+            images: &images,
+            count_trigger_files: None,
+        };
+        let file =
+            config::load(SourceFile::new("jobs.yaml".to_owned(), text), &validation).unwrap();
+        file.jobs.into_iter().next().unwrap().job
+    }
+
+    fn resolve(yaml: &str) -> CanonicalJob {
+        canonical(&job(yaml), &context()).unwrap()
+    }
+
+    #[test]
+    fn prebuilt_images_log_to_files_in_the_home_and_mount_storage() {
+        let job = resolve("name: bot\ncommand: ./bot.py\nimage: python3.11\ncontinuous: true");
+        assert!(job.filelog);
+        assert_eq!(
+            job.filelog_stdout.as_deref(),
+            Some("/data/project/mytool/bot.out")
+        );
+        assert_eq!(
+            job.filelog_stderr.as_deref(),
+            Some("/data/project/mytool/bot.err")
+        );
+        assert_eq!(job.mount, "all");
+        assert_eq!(job.replicas, Some(1));
+        assert_eq!(job.retry, None);
+        assert_eq!(
+            job.image,
+            "docker-registry.svc.toolforge.org/toolforge-python311-sssd-web:latest"
+        );
+        assert_eq!(
+            (job.mem.as_str(), job.cpu.as_str(), job.cpu_limit.as_str()),
+            ("0.5Gi", "0.1", "1.0")
+        );
+    }
+
+    #[test]
+    fn build_service_images_neither_log_to_files_nor_mount_storage() {
+        let job = resolve("name: bot\ncommand: bot\nimage: tool-mytool/bot:latest");
+        assert!(!job.filelog);
+        assert_eq!(job.filelog_stdout, None);
+        assert_eq!(job.mount, "none");
+        assert_eq!(job.retry, Some(0));
+        assert_eq!(job.image, "tools-harbor.wmcloud.org/tool-mytool/bot:latest");
+    }
+
+    #[test]
+    fn writing_a_default_out_changes_nothing() {
+        let implicit = resolve("name: bot\ncommand: ./bot.py\nimage: python3.11");
+        let explicit = resolve(
+            "name: bot\ncommand: ./bot.py\nimage: tf-python311\nmem: 512Mi\ncpu: 100m\nemails: none\n\
+             filelog: true\nmount: all\nretry: 0\nfilelog-stdout: bot.out\nfilelog-stderr: /data/project/mytool/bot.err",
+        );
+        assert_eq!(implicit, explicit);
+        assert_eq!(desired_hash(&implicit), desired_hash(&explicit));
+    }
+
+    #[test]
+    fn launcher_prefix_and_quoting_are_normalised_for_split_commands() {
+        let hashes: Vec<String> = [
+            r#"bot --title "a b""#,
+            r"launcher bot --title 'a b'",
+            r"bot   --title a\ b",
+        ]
+        .iter()
+        .map(|command| {
+            let yaml = format!(
+                "name: bot\ncommand: '{}'\nimage: tool-mytool/bot:latest",
+                command.replace('\'', "''")
+            );
+            let job = resolve(&yaml);
+            assert_eq!(
+                job.command.as_deref(),
+                Some("bot --title 'a b'"),
+                "{command}"
+            );
+            desired_hash(&job)
+        })
+        .collect();
+        assert!(hashes.windows(2).all(|pair| pair[0] == pair[1]));
+    }
+
+    #[test]
+    fn a_different_command_is_a_different_hash() {
+        let one = resolve("name: bot\ncommand: ./bot.py\nimage: python3.11");
+        let other = resolve("name: bot\ncommand: ./bot.py --fast\nimage: python3.11");
+        assert_ne!(desired_hash(&one), desired_hash(&other));
+    }
+
+    #[test]
+    fn the_hash_is_sha256_of_the_documented_json() {
+        let job = resolve("name: bot\ncommand: ./bot.py\nimage: python3.11");
+        assert_eq!(
+            job.to_canonical_json(),
+            r#"{"name":"bot","type":"one-off","command":"./bot.py","image":"docker-registry.svc.toolforge.org/toolforge-python311-sssd-web:latest","retry":0,"emails":"none","mem":"0.5Gi","cpu":"0.1","cpu-limit":"1.0","filelog":true,"filelog-stdout":"/data/project/mytool/bot.out","filelog-stderr":"/data/project/mytool/bot.err","mount":"all"}"#
+        );
+        // Computed independently: sha256(b"toolforge-jobs canonical job v1\n" + the JSON above) with Python's hashlib.
+        assert_eq!(
+            desired_hash(&job),
+            "f1307c0220c2966bfe0c7c8202ac6124d39d410fff1d59e087b76f1a502bfb30"
+        );
+    }
+
+    #[test]
+    fn full_image_urls_keep_their_tag() {
+        let job = resolve(
+            "name: bot\ncommand: x\nimage: docker-registry.svc.toolforge.org/toolforge-python311-sssd-web:2024.1",
+        );
+        assert_eq!(
+            job.image,
+            "docker-registry.svc.toolforge.org/toolforge-python311-sssd-web:2024.1"
+        );
+        let digest = format!("sha256:{}", "0".repeat(64));
+        let pinned = resolve(&format!(
+            "name: bot\ncommand: x\nimage: python3.11@{digest}"
+        ));
+        assert_eq!(
+            pinned.image,
+            format!(
+                "docker-registry.svc.toolforge.org/toolforge-python311-sssd-web:latest@{digest}"
+            )
+        );
+    }
+
+    #[test]
+    fn images_missing_from_the_cluster_table_cannot_be_rendered() {
+        let error =
+            canonical(&job("name: bot\ncommand: x\nimage: python9.9"), &context()).unwrap_err();
+        assert_eq!(error.to_string(), "job `bot`: no such image `python9.9`");
+    }
+
+    #[test]
+    fn unbalanced_quotes_in_a_split_command_are_reported() {
+        let error = canonical(
+            &job("name: bot\ncommand: \"bot 'oops\"\nimage: tool-mytool/bot:latest"),
+            &context(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "job `bot`: `command` cannot be split into words"
+        );
+    }
+
+    #[test]
+    fn webservices_never_log_to_files() {
+        let job = resolve(
+            "name: web\ncommand: ./serve.py\nimage: python3.11\nwebservice: true\nport: 8000/udp",
+        );
+        assert!(!job.filelog);
+        assert_eq!(job.kind, Kind::Webservice);
+        assert_eq!(job.port_protocol.as_deref(), Some("tcp"));
+    }
+
+    #[test]
+    fn a_zero_timeout_is_no_timeout() {
+        let job = resolve(
+            "name: nightly\ncommand: x\nimage: python3.11\nschedule: '0 3 * * *'\ntimeout: 0",
+        );
+        assert_eq!(job.timeout, None);
+        assert_eq!(job.schedule_actual.as_deref(), Some("0 3 * * *"));
+    }
+
+    #[test]
+    fn local_homes_hold_the_log_files() {
+        let context = RenderContext::new(
+            "mytool",
+            "/home/me/bot",
+            1000,
+            ImageTable::bundled(),
+            context().membership,
+        );
+        let job = canonical(
+            &job("name: bot\ncommand: x\nimage: python3.11\nfilelog-stdout: logs/out"),
+            &context,
+        )
+        .unwrap();
+        assert_eq!(job.filelog_stdout.as_deref(), Some("/home/me/bot/logs/out"));
+        assert_eq!(job.filelog_stderr.as_deref(), Some("/home/me/bot/bot.err"));
     }
 }

@@ -164,10 +164,7 @@ pub fn read_back(object: &LiveObject, context: &RenderContext) -> Result<ReadBac
     };
     let legacy_selector = read_kind_settings(object, container, job_spec, &mut job);
     Ok(ReadBack {
-        image_short_name: context
-            .images
-            .find(&image)
-            .map(|(short, _)| short.to_owned()),
+        image_short_name: short_name(&image, context),
         ownership: Ownership {
             managed_by: label(labels::MANAGED_BY),
             created_by: label(labels::CREATED_BY),
@@ -233,6 +230,23 @@ fn read_kind_settings(
             spec.and_then(|spec| spec.selector.match_labels.as_ref()) != Some(&reduced)
         }
     }
+}
+
+/// The short name of a pre-built image; old objects name it by a registry host or variant that is no longer
+/// current (`docker-registry.tools.wmflabs.org/toolforge-python39-sssd-base`), whose last component is an alias.
+fn short_name(image: &str, context: &RenderContext) -> Option<String> {
+    let without_digest = image
+        .split_once('@')
+        .map_or(image, |(reference, _)| reference);
+    let last_component = without_digest.rsplit('/').next().unwrap_or(without_digest);
+    let alias = last_component
+        .split_once(':')
+        .map_or(last_component, |(name, _)| name);
+    context
+        .images
+        .find(image)
+        .or_else(|| context.images.find(alias))
+        .map(|(short, _)| short.to_owned())
 }
 
 /// The job's kind, its Job spec (not for Deployments) and its pod template; or what is missing.

@@ -92,3 +92,108 @@ fn reading_back_gives_the_canonical_job() {
         assert!(!read.legacy_selector, "{}", job.name);
     }
 }
+
+fn job_named(name: &str) -> Job {
+    jobs().into_iter().find(|job| job.name == name).unwrap()
+}
+
+fn pod_annotations(
+    rendered: &render::Rendered,
+) -> Option<std::collections::BTreeMap<String, String>> {
+    let Workload::Deployment(deployment) = &rendered.workload else {
+        panic!("expected a Deployment");
+    };
+    deployment
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .metadata
+        .as_ref()
+        .unwrap()
+        .annotations
+        .clone()
+}
+
+#[test]
+fn a_new_trigger_changes_the_fingerprint_and_rolls_the_pods_but_not_the_hash() {
+    let context = context();
+    let mut job = job_named("continuous-trigger");
+    let before = render::objects(&job, &context).unwrap();
+    job.trigger = Some("8".to_owned());
+    let after = render::objects(&job, &context).unwrap();
+    assert_eq!(before.desired_hash, after.desired_hash);
+    assert_ne!(before.fingerprint, after.fingerprint);
+    assert_ne!(pod_annotations(&before), pod_annotations(&after));
+
+    let mut edited_files = TriggerFiles::default();
+    edited_files.insert(
+        "requirements.txt",
+        vec![TriggerFile {
+            path: "requirements.txt".to_owned(),
+            contents: b"requests==2.33.0\n".to_vec(),
+        }],
+    );
+    let edited = render::objects(&job, &context.clone().with_trigger_files(edited_files)).unwrap();
+    assert_ne!(after.fingerprint, edited.fingerprint);
+}
+
+#[test]
+fn scaling_changes_the_hash_but_not_the_pod_template() {
+    let context = context();
+    let mut job = job_named("continuous-trigger");
+    let one = render::objects(&job, &context).unwrap();
+    let toolforge_jobs::config::JobKind::Continuous(service) = &mut job.kind else {
+        panic!("expected a continuous job");
+    };
+    service.replicas = Some(2);
+    let two = render::objects(&job, &context).unwrap();
+    assert_ne!(one.desired_hash, two.desired_hash);
+    let template = |rendered: &render::Rendered| match &rendered.workload {
+        Workload::Deployment(deployment) => deployment.spec.as_ref().unwrap().template.clone(),
+        _ => panic!("expected a Deployment"),
+    };
+    assert_eq!(template(&one), template(&two));
+}
+
+#[test]
+fn jobs_without_triggers_have_no_trigger_annotation() {
+    let rendered = render::objects(&job_named("continuous-plain"), &context()).unwrap();
+    assert_eq!(pod_annotations(&rendered), None);
+}
+
+#[test]
+fn unread_trigger_files_are_an_error_not_a_different_fingerprint() {
+    let context = context().with_trigger_files(TriggerFiles::default());
+    let error = render::objects(&job_named("oneoff-triggers"), &context).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "job `oneoff-triggers`: the files of `trigger-files` pattern `requirements.txt` were not read"
+    );
+}
+
+#[test]
+fn the_local_cluster_context_uses_its_home_and_uid() {
+    let context = RenderContext::new(
+        TOOL,
+        "/home/dev/mytool",
+        1000,
+        ImageTable::bundled(),
+        context().membership,
+    );
+    let rendered = render::objects(&job_named("oneoff-defaults"), &context).unwrap();
+    let Workload::Job(job) = &rendered.workload else {
+        panic!("expected a Job");
+    };
+    let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    let container = &pod.containers[0];
+    assert_eq!(container.working_dir.as_deref(), Some("/home/dev/mytool"));
+    assert!(
+        container.command.as_ref().unwrap()[3]
+            .starts_with("exec 1>>/home/dev/mytool/oneoff-defaults.out;")
+    );
+    assert_eq!(
+        pod.security_context.as_ref().unwrap().run_as_user,
+        Some(1000)
+    );
+}

@@ -4,9 +4,12 @@
 //! Building it from the cluster (the `image-config` ConfigMap, the passwd database) is the shell's job: this module
 //! only offers pure constructors and the [`UidLookup`] seam the CLI implements.
 
-use crate::config::image::ImageTable;
+use k8s_openapi::api::core::v1::ConfigMap;
+
+use crate::config::image::{ImageTable, ImageTableError};
 use crate::config::quantity::Quantity;
 use crate::render::fingerprint::TriggerFiles;
+use crate::render::limits::ContainerLimits;
 
 /// Toolforge's CPU limit for jobs that do not set `cpu` (jobs-api `DEFAULT_CPU_LIMIT` in production values).
 pub const PRODUCTION_DEFAULT_CPU_LIMIT: &str = "1000m";
@@ -16,6 +19,38 @@ pub const PRODUCTION_HARBOR_HOST: &str = "tools-harbor.wmcloud.org";
 
 /// The inventory name used when the user does not pass `--set` (SPEC §6).
 pub const DEFAULT_SET_NAME: &str = "toolforge-jobs";
+
+/// Where Toolforge publishes its pre-built image table: ConfigMap `image-config` in `tf-public`, key
+/// `images-v1.yaml`.
+pub const IMAGE_CONFIG_NAMESPACE: &str = "tf-public";
+pub const IMAGE_CONFIG_NAME: &str = "image-config";
+pub const IMAGE_CONFIG_KEY: &str = "images-v1.yaml";
+
+/// The tool a Toolforge namespace belongs to: `tool-<tool>` → `<tool>`.
+pub fn tool_from_namespace(namespace: &str) -> Option<&str> {
+    namespace
+        .strip_prefix("tool-")
+        .filter(|tool| !tool.is_empty())
+}
+
+/// Why the `image-config` ConfigMap cannot serve as the image table.
+#[derive(Debug, thiserror::Error)]
+pub enum ImageConfigError {
+    #[error("the `{IMAGE_CONFIG_NAME}` ConfigMap has no `{IMAGE_CONFIG_KEY}` key")]
+    MissingKey,
+    #[error("the `{IMAGE_CONFIG_NAME}` ConfigMap holds an invalid image table")]
+    Invalid(#[source] ImageTableError),
+}
+
+/// The image table held by the `image-config` ConfigMap (fetched by the shell).
+pub fn images_from_config_map(config_map: &ConfigMap) -> Result<ImageTable, ImageConfigError> {
+    let text = config_map
+        .data
+        .as_ref()
+        .and_then(|data| data.get(IMAGE_CONFIG_KEY))
+        .ok_or(ImageConfigError::MissingKey)?;
+    ImageTable::from_yaml(text).map_err(ImageConfigError::Invalid)
+}
 
 /// Finds the uid of a tool's Unix account; upstream calls `getpwnam("tools.<tool>")`.
 ///
@@ -53,6 +88,8 @@ pub struct RenderContext {
     pub membership: Membership,
     /// Contents of the files matched by the jobs file's `trigger-files` patterns (read by the shell).
     pub trigger_files: TriggerFiles,
+    /// The namespace's per-container `LimitRange` bounds, when known; see [`crate::render::limits`].
+    pub container_limits: Option<ContainerLimits>,
 }
 
 /// Why a context could not be built.
@@ -92,6 +129,7 @@ impl RenderContext {
             harbor_host: PRODUCTION_HARBOR_HOST.to_owned(),
             membership,
             trigger_files: TriggerFiles::default(),
+            container_limits: None,
         }
     }
 
@@ -115,6 +153,12 @@ impl RenderContext {
     #[must_use]
     pub fn with_default_cpu_limit(mut self, limit: Quantity) -> Self {
         self.default_cpu_limit = limit;
+        self
+    }
+
+    #[must_use]
+    pub fn with_container_limits(mut self, limits: ContainerLimits) -> Self {
+        self.container_limits = Some(limits);
         self
     }
 
@@ -178,6 +222,37 @@ mod tests {
             error.to_string(),
             "the Unix account `tools.other` of tool `other` does not exist"
         );
+    }
+
+    #[test]
+    fn the_tool_is_the_namespace_without_its_prefix() {
+        assert_eq!(tool_from_namespace("tool-mytool"), Some("mytool"));
+        assert_eq!(tool_from_namespace("tool-"), None);
+        assert_eq!(tool_from_namespace("default"), None);
+    }
+
+    #[test]
+    fn the_image_table_comes_from_the_image_config_map() {
+        let mut config_map = ConfigMap::default();
+        assert!(matches!(
+            images_from_config_map(&config_map),
+            Err(ImageConfigError::MissingKey)
+        ));
+        config_map.data = Some(std::collections::BTreeMap::from([(
+            IMAGE_CONFIG_KEY.to_owned(),
+            "python3.13:\n  image: registry.example/toolforge-python313-sssd-web\n  state: stable\n  aliases: [tf-python313]\n".to_owned(),
+        )]));
+        let table = images_from_config_map(&config_map).unwrap();
+        assert_eq!(table.find("tf-python313").unwrap().0, "python3.13");
+        assert_eq!(table.find("python3.11"), None);
+        config_map.data = Some(std::collections::BTreeMap::from([(
+            IMAGE_CONFIG_KEY.to_owned(),
+            "- not a table".to_owned(),
+        )]));
+        assert!(matches!(
+            images_from_config_map(&config_map),
+            Err(ImageConfigError::Invalid(_))
+        ));
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod digest;
 pub mod fingerprint;
 pub mod inventory;
 pub mod labels;
+pub mod limits;
 pub mod pod;
 mod quantities;
 pub mod read_back;

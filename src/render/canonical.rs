@@ -10,12 +10,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::image::ImageName;
 use crate::config::job::{Emails, HealthCheck, Job, JobKind, Mount, Protocol};
 use crate::config::quantity::Quantity;
 use crate::render::RenderError;
 use crate::render::context::RenderContext;
 use crate::render::digest::sha256_hex;
+use crate::render::image;
 use crate::render::quantities::{Memory, cpu_text};
 use crate::render::shell;
 
@@ -165,7 +165,7 @@ pub fn canonical(job: &Job, context: &RenderContext) -> Result<CanonicalJob, Ren
         name: job.name.clone(),
         kind: Kind::OneOff,
         command,
-        image: resolve_image(job, context)?,
+        image: image::reference(job, context)?,
         schedule: None,
         schedule_actual: None,
         timezone: None,
@@ -301,56 +301,6 @@ pub(crate) fn with_launcher(command: &str) -> String {
 
 pub(crate) fn without_launcher(command: &str) -> &str {
     command.strip_prefix("launcher ").unwrap_or(command)
-}
-
-fn resolve_image(job: &Job, context: &RenderContext) -> Result<String, RenderError> {
-    match &job.image_name {
-        ImageName::BuildService {
-            host,
-            tool,
-            name,
-            tag,
-            digest,
-        } => {
-            let host = host.as_deref().unwrap_or(&context.harbor_host);
-            let mut reference = format!("{host}/tool-{tool}/{name}");
-            match (tag, digest) {
-                (Some(tag), _) => reference = format!("{reference}:{tag}"),
-                (None, None) => reference.push_str(":latest"),
-                (None, Some(_)) => {}
-            }
-            if let Some(digest) = digest {
-                reference = format!("{reference}@{digest}");
-            }
-            Ok(reference)
-        }
-        ImageName::Prebuilt(written) => {
-            let (reference, digest) = written
-                .split_once('@')
-                .map_or((written.as_str(), None), |(reference, digest)| {
-                    (reference, Some(digest))
-                });
-            let (_, image) =
-                context
-                    .images
-                    .find(reference)
-                    .ok_or_else(|| RenderError::UnknownImage {
-                        job: job.name.clone(),
-                        image: written.clone(),
-                    })?;
-            let tag = written_tag(reference).unwrap_or("latest");
-            Ok(match digest {
-                Some(digest) => format!("{}:{tag}@{digest}", image.image),
-                None => format!("{}:{tag}", image.image),
-            })
-        }
-    }
-}
-
-/// The tag of a full image URL without digest (`host/path:tag`), if it has one.
-fn written_tag(image: &str) -> Option<&str> {
-    let (_, last_component) = image.rsplit_once('/')?;
-    last_component.split_once(':').map(|(_, tag)| tag)
 }
 
 fn default_quantity(text: &str) -> Quantity {
@@ -529,6 +479,28 @@ mod tests {
                 "docker-registry.svc.toolforge.org/toolforge-python311-sssd-web:latest@{digest}"
             )
         );
+    }
+
+    #[test]
+    fn build_service_images_get_the_harbor_host_unless_they_name_one() {
+        let digest = format!("sha256:{}", "f".repeat(64));
+        for (written, reference) in [
+            (
+                "tool-mytool/bot",
+                "tools-harbor.wmcloud.org/tool-mytool/bot:latest".to_owned(),
+            ),
+            (
+                "harbor.example/tool-other/bot:v1",
+                "harbor.example/tool-other/bot:v1".to_owned(),
+            ),
+            (
+                &format!("tool-mytool/bot@{digest}"),
+                format!("tools-harbor.wmcloud.org/tool-mytool/bot@{digest}"),
+            ),
+        ] {
+            let job = resolve(&format!("name: bot\ncommand: x\nimage: {written}"));
+            assert_eq!(job.image, reference);
+        }
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod command;
 pub mod context;
 mod digest;
 pub mod fingerprint;
+mod image;
 pub mod inventory;
 pub mod labels;
 pub mod limits;

@@ -21,7 +21,7 @@ use crate::render::canonical::CanonicalJob;
 use crate::render::command::{container_command, probe_command};
 use crate::render::context::RenderContext;
 use crate::render::labels;
-use crate::render::quantities::Memory;
+use crate::render::quantities::{Memory, cpu_text};
 
 /// The container's name in every pod upstream creates.
 pub const CONTAINER_NAME: &str = "job";
@@ -144,12 +144,16 @@ fn env_var(name: &str, value: &str) -> EnvVar {
 
 fn resources(job: &CanonicalJob, context: &RenderContext) -> ResourceRequirements {
     // `mem` is already upstream's normalised `X.YYYGi` text, which parses as a quantity.
-    let memory = ParsedQuantity::parse(&job.mem).map_or(None, |mem| Some(Memory::of(&mem)));
-    let cpu_limit = if job.has_default_cpu() {
-        context.default_cpu_limit.as_str().to_owned()
-    } else {
-        job.cpu.clone()
-    };
+    let memory = ParsedQuantity::parse(&job.mem)
+        .ok()
+        .map(|mem| Memory::of(&mem));
+    // The cluster default is written as configured (`1000m`); any other limit in upstream's decimal form.
+    let cpu_limit =
+        if job.has_default_cpu() && job.cpu_limit == cpu_text(&context.default_cpu_limit) {
+            context.default_cpu_limit.as_str().to_owned()
+        } else {
+            job.cpu_limit.clone()
+        };
     let quantities = |memory: Option<String>, cpu: String| {
         let mut map = BTreeMap::new();
         if let Some(memory) = memory {

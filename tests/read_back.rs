@@ -27,15 +27,8 @@ fn read(fixture: &str) -> ReadBack {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/read-back")
         .join(fixture);
-    let value: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let object = match value["kind"].as_str().unwrap() {
-        "Job" => LiveObject::Job(serde_json::from_value(value).unwrap()),
-        "CronJob" => LiveObject::CronJob(serde_json::from_value(value).unwrap()),
-        "Deployment" => LiveObject::Deployment(serde_json::from_value(value).unwrap()),
-        other => panic!("unexpected kind {other}"),
-    };
-    render::read_back(&object, &context()).unwrap()
+    let value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    render::read_back(&LiveObject::from_json(value).unwrap(), &context()).unwrap()
 }
 
 /// The canonical job of a one-job jobs file.
@@ -166,6 +159,21 @@ fn a_foreign_object_is_read_but_not_ours() {
     assert_eq!(live.ownership.managed_by, None);
     assert_eq!(live.job.command.as_deref(), Some("python bot.py"));
     assert!(live.legacy_selector);
+}
+
+#[test]
+fn only_workloads_are_live_objects() {
+    let service =
+        serde_json::json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}});
+    assert_eq!(
+        LiveObject::from_json(service).unwrap_err().to_string(),
+        "`Service` is not a Job, CronJob or Deployment"
+    );
+    let broken = serde_json::json!({"kind": "Job", "spec": {"backoffLimit": "many"}});
+    assert_eq!(
+        LiveObject::from_json(broken).unwrap_err().to_string(),
+        "invalid Job object"
+    );
 }
 
 #[test]

@@ -96,13 +96,6 @@ pub enum Outcome {
     Unknown,
 }
 
-impl JobRecord {
-    /// The most recent run, if any.
-    pub fn last_run(&self) -> Option<&RunRecord> {
-        self.runs.last()
-    }
-}
-
 /// Why an inventory ConfigMap cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum InventoryError {

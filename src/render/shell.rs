@@ -144,4 +144,16 @@ mod tests {
         let words = vec!["x", "a b", "", "it's", "\"q\"", "tab\there", "ünï"];
         assert_eq!(split(&join(&words)).unwrap(), words);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_words_survive_join_and_split(words in proptest::collection::vec(".*", 0..6)) {
+            proptest::prop_assert_eq!(split(&join(&words)).unwrap(), words);
+        }
+
+        #[test]
+        fn splitting_never_panics(text in ".*") {
+            let _ = split(&text);
+        }
+    }
 }

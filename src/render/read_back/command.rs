@@ -23,7 +23,7 @@ pub(super) struct ParsedCommand {
 /// How the object says its command is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct CommandFormat {
-    /// Label `jobs.toolforge.org/filelog: yes`.
+    /// Label `jobs.toolforge.org/filelog: yes`, or the v1 label `jobs.toolforge.org/command-new-format: yes`.
     pub(super) filelog_label: bool,
     /// Label `app.kubernetes.io/version` is `1` (or missing, which upstream reads as `1`).
     pub(super) legacy: bool,

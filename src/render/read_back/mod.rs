@@ -46,6 +46,37 @@ pub enum LiveObject {
     Deployment(Deployment),
 }
 
+impl LiveObject {
+    /// Parses a Job, CronJob or Deployment from its JSON (as listed by the API or written in a fixture).
+    pub fn from_json(value: serde_json::Value) -> Result<Self, LiveObjectError> {
+        let kind = value
+            .get("kind")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let object = match kind.as_str() {
+            "Job" => serde_json::from_value(value).map(Self::Job),
+            "CronJob" => serde_json::from_value(value).map(Self::CronJob),
+            "Deployment" => serde_json::from_value(value).map(Self::Deployment),
+            _ => return Err(LiveObjectError::NotAWorkload { kind }),
+        };
+        object.map_err(|source| LiveObjectError::Invalid { kind, source })
+    }
+}
+
+/// Why a JSON value is not a live workload object.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveObjectError {
+    #[error("`{kind}` is not a Job, CronJob or Deployment")]
+    NotAWorkload { kind: String },
+    #[error("invalid {kind} object")]
+    Invalid {
+        kind: String,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
 /// What a live object says about who manages it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Ownership {
@@ -126,7 +157,8 @@ pub fn read_back(object: &LiveObject, context: &RenderContext) -> Result<ReadBac
     let parsed = command::parse(
         &words,
         CommandFormat {
-            filelog_label: label(labels::FILELOG).as_deref() == Some("yes"),
+            filelog_label: label(labels::FILELOG).as_deref() == Some("yes")
+                || label(labels::COMMAND_NEW_FORMAT).as_deref() == Some("yes"),
             legacy: format_version
                 .as_deref()
                 .is_none_or(|version| version == "1"),

@@ -47,17 +47,11 @@ fn desired(yaml: &str) -> CanonicalJob {
     render::canonical(&file.jobs[0].job, &context()).unwrap()
 }
 
-/// Names of the fields in which two canonical jobs differ, as the plan will report them.
+/// Names of the fields in which the live job differs from the desired one, as the plan will report them.
 fn differing_fields(live: &CanonicalJob, desired: &CanonicalJob) -> Vec<String> {
-    let live = serde_json::to_value(live).unwrap();
-    let desired = serde_json::to_value(desired).unwrap();
-    let (live, desired) = (live.as_object().unwrap(), desired.as_object().unwrap());
-    let mut keys: Vec<&String> = live.keys().chain(desired.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    keys.into_iter()
-        .filter(|key| live.get(*key) != desired.get(*key))
-        .cloned()
+    live.differences(desired)
+        .into_iter()
+        .map(|difference| difference.field)
         .collect()
 }
 

@@ -118,6 +118,38 @@ impl CanonicalJob {
     }
 }
 
+/// One field in which two canonical jobs differ; `None` where a job does not have the field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    /// The field's name in the canonical JSON, e.g. `mem` or `filelog-stdout`.
+    pub field: String,
+    pub live: Option<serde_json::Value>,
+    pub desired: Option<serde_json::Value>,
+}
+
+impl CanonicalJob {
+    /// The fields in which `self` (live) differs from `desired`, sorted by name: what drift reports list.
+    pub fn differences(&self, desired: &CanonicalJob) -> Vec<Difference> {
+        let fields = |job: &CanonicalJob| match serde_json::to_value(job) {
+            Ok(serde_json::Value::Object(fields)) => fields,
+            // A struct always serialises to a JSON object.
+            _ => serde_json::Map::new(),
+        };
+        let (live, desired) = (fields(self), fields(desired));
+        let names: std::collections::BTreeSet<&String> =
+            live.keys().chain(desired.keys()).collect();
+        names
+            .into_iter()
+            .filter(|name| live.get(*name) != desired.get(*name))
+            .map(|name| Difference {
+                field: name.clone(),
+                live: live.get(name).cloned(),
+                desired: desired.get(name).cloned(),
+            })
+            .collect()
+    }
+}
+
 /// SHA-256 (hex) of the canonical JSON of `job`, for the `jobs.toolforge.org/desired-hash` annotation.
 pub fn desired_hash(job: &CanonicalJob) -> String {
     sha256_hex(&[HASH_FORMAT, job.to_canonical_json().as_bytes()])
@@ -444,6 +476,27 @@ mod tests {
         let one = resolve("name: bot\ncommand: ./bot.py\nimage: python3.11");
         let other = resolve("name: bot\ncommand: ./bot.py --fast\nimage: python3.11");
         assert_ne!(desired_hash(&one), desired_hash(&other));
+    }
+
+    #[test]
+    fn differences_name_each_changed_field_with_both_values() {
+        let live = resolve("name: bot\ncommand: ./bot.py\nimage: python3.11\nmem: 1Gi");
+        let desired =
+            resolve("name: bot\ncommand: ./bot.py\nimage: python3.11\nmem: 2Gi\nno-filelog: true");
+        let differences = live.differences(&desired);
+        let fields: Vec<&str> = differences
+            .iter()
+            .map(|difference| difference.field.as_str())
+            .collect();
+        assert_eq!(
+            fields,
+            ["filelog", "filelog-stderr", "filelog-stdout", "mem"]
+        );
+        let mem = &differences[3];
+        assert_eq!(mem.live, Some(serde_json::json!("1.0Gi")));
+        assert_eq!(mem.desired, Some(serde_json::json!("2.0Gi")));
+        assert_eq!(differences[1].desired, None);
+        assert_eq!(live.differences(&live), []);
     }
 
     #[test]

@@ -33,7 +33,7 @@ use k8s_openapi::api::core::v1::Service;
 
 use crate::config::Job;
 
-pub use canonical::{CanonicalJob, Kind, canonical, desired_hash};
+pub use canonical::{CanonicalJob, Difference, Kind, canonical, desired_hash};
 pub use context::{Membership, RenderContext, UidLookup};
 pub use fingerprint::{TriggerFile, TriggerFiles, fingerprint, read_trigger_files, trigger_digest};
 pub use read_back::{LiveObject, LiveObjectError, ReadBack, read_back};

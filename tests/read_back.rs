@@ -87,10 +87,21 @@ fn an_upstream_build_service_cronjob_equals_its_jobs_yaml_entry() {
     assert_eq!(live.job.schedule.as_deref(), Some("@daily"));
     assert_eq!(live.job.schedule_actual.as_deref(), Some("55 7 * * *"));
     assert_eq!(live.image_short_name, None);
+    assert_eq!(live.live_image, live.job.image);
 }
 
 #[test]
-fn a_legacy_cronjob_differs_only_in_its_outdated_image() {
+fn a_different_pre_built_image_is_a_difference() {
+    let live = read("upstream-v2-deployment.json");
+    let desired = desired(
+        "- name: irc-bot\n  command: cd bot && python3 main.py\n  image: python3.13\n  continuous: true\n  \
+         port: 8080\n  emails: onfailure\n  mem: 1Gi\n  cpu: 500m\n",
+    );
+    assert_eq!(differing_fields(&live.job, &desired), ["image"]);
+}
+
+#[test]
+fn a_legacy_cronjob_on_an_old_host_and_image_variant_equals_its_entry() {
     let live = read("legacy-v1-cronjob.json");
     assert_eq!(live.ownership.format_version.as_deref(), Some("1"));
     assert_eq!(live.job.command.as_deref(), Some("./update.sh --all"));
@@ -108,7 +119,12 @@ fn a_legacy_cronjob_differs_only_in_its_outdated_image() {
         "- name: update-stats\n  command: ./update.sh --all\n  image: python3.9\n  \
          schedule: \"17 */6 * * *\"\n  emails: onfinish\n",
     );
-    assert_eq!(differing_fields(&live.job, &desired), ["image"]);
+    // Upstream compares pre-built images by short name: adopting must not restart the job.
+    assert_eq!(differing_fields(&live.job, &desired), Vec::<String>::new());
+    assert_eq!(
+        live.live_image,
+        "docker-registry.tools.wmflabs.org/toolforge-python39-sssd-base:latest"
+    );
 }
 
 #[test]

@@ -25,6 +25,7 @@ use crate::render::canonical::{
     CanonicalJob, DEFAULT_CPU, DEFAULT_CPU_TEXT, DEFAULT_MEMORY, Kind, LAUNCHER,
 };
 use crate::render::context::RenderContext;
+use crate::render::image;
 use crate::render::labels;
 use crate::render::quantities::{Memory, cpu_text};
 use crate::render::shell;
@@ -109,6 +110,9 @@ pub struct ReadBack {
     pub ownership: Ownership,
     /// The image's short name in the image table, when it is a known pre-built image.
     pub image_short_name: Option<String>,
+    /// The container image exactly as the object names it; `job.image` names a known pre-built image by the
+    /// table's current reference instead.
+    pub live_image: String,
     /// A Deployment whose selector has more than the reduced labels (objects before T409007): its selector
     /// differs from ours and is immutable, so updating it means replacing it.
     pub legacy_selector: bool,
@@ -141,8 +145,9 @@ pub fn read_back(object: &LiveObject, context: &RenderContext) -> Result<ReadBac
     };
     let (kind, job_spec, template) = workload_parts(object).map_err(incomplete)?;
     let container = first_container(template).ok_or_else(|| incomplete("container"))?;
-    let image = container.image.clone().ok_or_else(|| incomplete("image"))?;
-    let build_service = parse_image_name(&image).is_ok_and(|image| image.is_build_service());
+    let live_image = container.image.clone().ok_or_else(|| incomplete("image"))?;
+    let image = image::read_back(&live_image, &context.images);
+    let build_service = parse_image_name(&live_image).is_ok_and(|name| name.is_build_service());
     let object_labels = metadata.labels.clone().unwrap_or_default();
     let label = |key: &str| object_labels.get(key).cloned();
     let format_version = label(labels::VERSION);
@@ -173,7 +178,7 @@ pub fn read_back(object: &LiveObject, context: &RenderContext) -> Result<ReadBac
         name: name.clone(),
         kind,
         command: parsed.command,
-        image: image.clone(),
+        image: image.reference,
         schedule: None,
         schedule_actual: None,
         timezone: None,
@@ -196,7 +201,8 @@ pub fn read_back(object: &LiveObject, context: &RenderContext) -> Result<ReadBac
     };
     let legacy_selector = read_kind_settings(object, container, job_spec, &mut job);
     Ok(ReadBack {
-        image_short_name: short_name(&image, context),
+        image_short_name: image.short_name,
+        live_image,
         ownership: Ownership {
             managed_by: label(labels::MANAGED_BY),
             created_by: label(labels::CREATED_BY),
@@ -262,23 +268,6 @@ fn read_kind_settings(
             spec.and_then(|spec| spec.selector.match_labels.as_ref()) != Some(&reduced)
         }
     }
-}
-
-/// The short name of a pre-built image; old objects name it by a registry host or variant that is no longer
-/// current (`docker-registry.tools.wmflabs.org/toolforge-python39-sssd-base`), whose last component is an alias.
-fn short_name(image: &str, context: &RenderContext) -> Option<String> {
-    let without_digest = image
-        .split_once('@')
-        .map_or(image, |(reference, _)| reference);
-    let last_component = without_digest.rsplit('/').next().unwrap_or(without_digest);
-    let alias = last_component
-        .split_once(':')
-        .map_or(last_component, |(name, _)| name);
-    context
-        .images
-        .find(image)
-        .or_else(|| context.images.find(alias))
-        .map(|(short, _)| short.to_owned())
 }
 
 /// The job's kind, its Job spec (not for Deployments) and its pod template; or what is missing.

@@ -96,6 +96,7 @@ pub enum Command {
 /// Runs a parsed command line.
 pub fn run(cli: &Cli) -> ExitStatus {
     let printer = Printer::new(cli.global.no_color);
+    crate::output::logging::init(cli.global.verbose, printer.color());
     let result = match &cli.command {
         Command::Validate => validate::run(&cli.global, printer),
         Command::Schema => schema::run(printer),

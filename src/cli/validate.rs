@@ -12,6 +12,7 @@ pub(crate) fn run(global: &GlobalArgs, printer: Printer) -> Result<ExitStatus, E
     let path = jobs_file::locate(global)?;
     let source = jobs_file::read(&path)?;
     let tool = tool_name(global);
+    tracing::debug!(file = %path.display(), bytes = source.text.len(), tool = ?tool, "validating");
     let images = ImageTable::bundled();
     let directory = jobs_file::directory_of(&path);
     let count_trigger_files = |pattern: &str| jobs_file::count_matches(&directory, pattern);
@@ -21,7 +22,10 @@ pub(crate) fn run(global: &GlobalArgs, printer: Printer) -> Result<ExitStatus, E
         count_trigger_files: Some(&count_trigger_files),
     };
 
-    let (source, jobs, problems) = match config::load(source, &context) {
+    let started = std::time::Instant::now();
+    let loaded = config::load(source, &context);
+    tracing::info!(elapsed = ?started.elapsed(), valid = loaded.is_ok(), "loaded the jobs file");
+    let (source, jobs, problems) = match loaded {
         Ok(file) => {
             let jobs = file
                 .jobs

@@ -46,7 +46,21 @@ pub(super) fn job(
     };
 
     let name = name(&fields, problems);
-    let command = fields.text(Key::Command, problems).map(|(text, _)| text);
+    let command = fields
+        .text(Key::Command, problems)
+        .and_then(|(text, entry)| {
+            if text.trim().is_empty() {
+                problems.push(
+                    Problem::error("jobs::invalid_value", entry.range(), "`command` is empty")
+                        .with_label("nothing to run")
+                        .with_help(
+                            "write the shell command the job runs, e.g. `command: ./bot.py`",
+                        ),
+                );
+                return None;
+            }
+            Some(text)
+        });
     let image = image(&fields, context, problems);
     let kind = kind(&fields, name.as_deref().unwrap_or(""), context, problems);
     let emails = fields
@@ -509,58 +523,82 @@ fn kind(
         return None;
     }
 
-    let retry = fields
-        .integer_in(Key::Retry, 0..=5, problems)
-        .map(|(retry, _)| u8::try_from(retry).unwrap_or(u8::MAX));
-    let rerun = fields
-        .choice(Key::Rerun, &["on-change", "always"], problems)
-        .map(|(text, _)| {
-            if text == "always" {
-                Rerun::Always
-            } else {
-                Rerun::OnChange
-            }
-        });
-    let timeout = fields
-        .integer_in(Key::Timeout, 0..=i64::MAX, problems)
-        .map(|(timeout, _)| timeout.unsigned_abs());
-    let timezone = timezone(fields, problems);
-    let service = service(fields, problems);
-
+    // Values are read only for the kind that uses them: a key the kind does not accept gets one
+    // `not_for_kind` error below, not a second one about its value.
     let kind = match deciding.first() {
-        Some(Key::Schedule) => JobKind::Scheduled {
-            schedule: parse_schedule(fields, job_name, context, problems)?,
-            retry,
-            timeout,
-            timezone,
-        },
-        Some(Key::Continuous) => JobKind::Continuous(service),
-        Some(Key::Webservice) => JobKind::Webservice(service),
-        _ => JobKind::OneOff { retry, wait, rerun },
+        Some(Key::Schedule) => {
+            let retry = retry(fields, problems);
+            let timeout = fields
+                .integer_in(Key::Timeout, 0..=i64::MAX, problems)
+                .map(|(timeout, _)| timeout.unsigned_abs());
+            let timezone = timezone(fields, problems);
+            JobKind::Scheduled {
+                schedule: parse_schedule(fields, job_name, context, problems)?,
+                retry,
+                timeout,
+                timezone,
+            }
+        }
+        Some(Key::Continuous) => JobKind::Continuous(service(fields, problems)),
+        Some(Key::Webservice) => JobKind::Webservice(service(fields, problems)),
+        _ => {
+            let retry = retry(fields, problems);
+            let rerun = fields
+                .choice(Key::Rerun, &["on-change", "always"], problems)
+                .map(|(text, _)| {
+                    if text == "always" {
+                        Rerun::Always
+                    } else {
+                        Rerun::OnChange
+                    }
+                });
+            JobKind::OneOff { retry, wait, rerun }
+        }
     };
     check_keys_for_kind(fields, &kind, problems);
     Some(kind)
 }
 
+fn retry(fields: &Fields<'_>, problems: &mut Vec<Problem>) -> Option<u8> {
+    fields
+        .integer_in(Key::Retry, 0..=5, problems)
+        .and_then(|(retry, _)| u8::try_from(retry).ok())
+}
+
+/// Upstream sends `wait: true` as `--wait` and an integer as `--wait N`; anything else it ignores with a
+/// warning, and so do we.
 fn wait(fields: &Fields<'_>, problems: &mut Vec<Problem>) -> Option<u64> {
     let entry = fields.get(Key::Wait)?;
     match &entry.value.value {
         Value::Bool(true) => Some(DEFAULT_WAIT_SECONDS),
-        Value::Bool(false) => {
+        Value::Int(_) => {
+            let (seconds, _) = fields.integer_in(Key::Wait, 0..=i64::MAX, problems)?;
+            Some(seconds.unsigned_abs())
+        }
+        other => {
+            let shown = match other {
+                Value::Str(text) => format!("\"{text}\""),
+                other => other
+                    .python_str()
+                    .unwrap_or_else(|| other.type_name().to_owned()),
+            };
+            let help = match other {
+                Value::Bool(false) => "remove `wait: false`; it has no effect".to_owned(),
+                Value::Str(text) if crate::config::fields::python_int(text).is_some() => {
+                    format!("write the number without quotes: `wait: {}`", text.trim())
+                }
+                _ => "write `wait: true` (up to 600 seconds) or a number of seconds, e.g. `wait: 300`".to_owned(),
+            };
             problems.push(
                 Problem::warning(
                     "jobs::ignored_value",
                     entry.range(),
-                    "`wait: false` has no effect; the key is ignored",
+                    format!("`wait` expects `true` or a number of seconds but got `{shown}`; the key is ignored"),
                 )
                 .with_label("ignored")
-                .with_help("remove `wait: false`"),
+                .with_help(help),
             );
             None
-        }
-        _ => {
-            let (seconds, _) = fields.integer_in(Key::Wait, 0..=i64::MAX, problems)?;
-            Some(seconds.unsigned_abs())
         }
     }
 }
@@ -794,5 +832,248 @@ fn kind_help(key: Key) -> String {
         }
         Key::Timeout | Key::Timezone => format!("add a `schedule`, or remove `{key}`"),
         _ => format!("remove `{key}`"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::image::ImageTable;
+    use crate::config::{Context, Job, JobKind, SourceFile, load};
+
+    /// Loads one job written as the body of a list item, returning it or the codes of its errors.
+    fn job(body: &str) -> Result<Job, Vec<&'static str>> {
+        let images = ImageTable::bundled();
+        let no_files = |pattern: &str| usize::from(pattern == "present.txt");
+        let context = Context {
+            tool: "mytool",
+            images: &images,
+            count_trigger_files: Some(&no_files),
+        };
+        let text = format!("- name: job\n  image: bookworm\n{body}");
+        match load(SourceFile::new("jobs.yaml", text), &context) {
+            Ok(mut file) => Ok(file.jobs.remove(0).job),
+            Err(invalid) => Err(invalid
+                .problems
+                .iter()
+                .filter(|p| p.is_error())
+                .map(|p| p.code)
+                .collect()),
+        }
+    }
+
+    fn warnings(body: &str) -> Vec<&'static str> {
+        let images = ImageTable::bundled();
+        let context = Context {
+            tool: "mytool",
+            images: &images,
+            count_trigger_files: None,
+        };
+        let text = format!("- name: job\n  image: bookworm\n{body}");
+        load(SourceFile::new("jobs.yaml", text), &context)
+            .map(|file| file.warnings.iter().map(|warning| warning.code).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn kind_follows_from_the_keys() {
+        assert!(matches!(
+            job("  command: x\n").unwrap().kind,
+            JobKind::OneOff { .. }
+        ));
+        assert!(matches!(
+            job("  command: x\n  schedule: '@daily'\n").unwrap().kind,
+            JobKind::Scheduled { .. }
+        ));
+        assert!(matches!(
+            job("  command: x\n  continuous: yes\n").unwrap().kind,
+            JobKind::Continuous(_)
+        ));
+        assert!(matches!(
+            job("  webservice: true\n").unwrap().kind,
+            JobKind::Webservice(_)
+        ));
+    }
+
+    #[test]
+    fn wait_true_waits_600_seconds_and_a_number_that_many() {
+        let wait_of = |body: &str| match job(body).unwrap().kind {
+            JobKind::OneOff { wait, .. } => wait,
+            other => panic!("not a one-off: {other:?}"),
+        };
+        assert_eq!(wait_of("  command: x\n  wait: true\n"), Some(600));
+        assert_eq!(wait_of("  command: x\n  wait: 120\n"), Some(120));
+        assert_eq!(wait_of("  command: x\n  wait: false\n"), None);
+        assert_eq!(wait_of("  command: x\n  wait: '120'\n"), None);
+        assert_eq!(
+            warnings("  command: x\n  wait: '120'\n"),
+            ["jobs::ignored_value"]
+        );
+    }
+
+    #[test]
+    fn values_are_read_as_python_str() {
+        let job = job("  command: 42\n  cpu: 1.0\n  mem: 1Gi\n  retry: '2'\n").unwrap();
+        assert_eq!(job.command.as_deref(), Some("42"));
+        assert_eq!(job.cpu.unwrap().as_str(), "1.0");
+        assert!(matches!(job.kind, JobKind::OneOff { retry: Some(2), .. }));
+    }
+
+    /// A job body and the error codes it must produce, one row per rule.
+    const RULES: &[(&str, &[&str])] = &[
+        ("  command: x\n  retry: 6\n", &["jobs::out_of_range"]),
+        ("  command: x\n  retry: 2.0\n", &["jobs::invalid_value"]),
+        ("  command: x\n  retry: true\n", &["jobs::invalid_value"]),
+        (
+            "  command: x\n  timeout: -1\n  schedule: '* * * * *'\n",
+            &["jobs::out_of_range"],
+        ),
+        (
+            "  command: x\n  continuous: true\n  port: 0\n",
+            &["jobs::invalid_port"],
+        ),
+        (
+            "  command: x\n  continuous: true\n  port: 80/sctp\n",
+            &["jobs::invalid_port"],
+        ),
+        (
+            "  command: x\n  continuous: true\n  replicas: -1\n",
+            &["jobs::out_of_range"],
+        ),
+        ("  command: x\n  emails: yes\n", &["jobs::invalid_value"]),
+        ("  command: x\n  mount: some\n", &["jobs::invalid_value"]),
+        (
+            "  command: x\n  mount: none\n",
+            &["jobs::mount_none_prebuilt"],
+        ),
+        ("  command: x\n  mem: 0\n", &["jobs::invalid_quantity"]),
+        ("  command: x\n  cpu: 1 core\n", &["jobs::invalid_quantity"]),
+        ("  command: ''\n", &["jobs::invalid_value"]),
+        ("  command:\n", &["jobs::invalid_value"]),
+        ("  command: [a, b]\n", &["jobs::invalid_type"]),
+        ("  schedule: '@daily'\n", &["jobs::missing_key"]),
+        (
+            "  command: x\n  schedule: '@reboot'\n",
+            &["jobs::invalid_schedule"],
+        ),
+        (
+            "  command: x\n  schedule: '* * * *'\n",
+            &["jobs::invalid_schedule"],
+        ),
+        (
+            "  command: x\n  schedule: '* * * * *'\n  continuous: true\n",
+            &["jobs::conflicting_keys"],
+        ),
+        (
+            "  command: x\n  schedule: '* * * * *'\n  wait: true\n",
+            &["jobs::conflicting_keys"],
+        ),
+        (
+            "  command: x\n  filelog: true\n  no-filelog: true\n",
+            &["jobs::conflicting_keys"],
+        ),
+        (
+            "  command: x\n  continuous: true\n  port: 80\n  health-check-script: x\n  health-check-http: /\n",
+            &["jobs::conflicting_keys"],
+        ),
+        (
+            "  command: x\n  continuous: true\n  health-check-http: /\n",
+            &["jobs::missing_key"],
+        ),
+        ("  command: x\n  port: 80\n", &["jobs::not_for_kind"]),
+        ("  command: x\n  timeout: 5\n", &["jobs::not_for_kind"]),
+        (
+            "  command: x\n  continuous: true\n  retry: 0\n",
+            &["jobs::not_for_kind"],
+        ),
+        (
+            "  command: x\n  continuous: true\n  rerun: always\n",
+            &["jobs::not_for_kind"],
+        ),
+        (
+            "  command: x\n  timezone: Europe/Berlin\n",
+            &["jobs::not_for_kind"],
+        ),
+        (
+            "  command: x\n  schedule: '* * * * *'\n  timezone: Mars/Olympus\n",
+            &["jobs::invalid_timezone"],
+        ),
+        (
+            "  command: x\n  continuous: true\n  port: 80\n  publish: /api\n",
+            &["jobs::invalid_value"],
+        ),
+        (
+            "  command: x\n  continuous: true\n  port: 53/udp\n  publish: /\n",
+            &["jobs::missing_key"],
+        ),
+        (
+            "  command: x\n  schedule: '* * * * *'\n  publish: /\n",
+            &["jobs::not_for_kind"],
+        ),
+        (
+            "  webservice: true\n  filelog-stdout: x.log\n",
+            &["jobs::not_for_kind"],
+        ),
+        (
+            "  command: x\n  filelog: true\n  image: tool-t/i:latest\n  mount: none\n",
+            &["jobs::filelog_needs_mount"],
+        ),
+        (
+            "  command: x\n  trigger-files: missing.txt\n",
+            &["jobs::invalid_trigger_files"],
+        ),
+        (
+            "  command: x\n  trigger-files: [/etc/passwd]\n",
+            &["jobs::invalid_trigger_files"],
+        ),
+        (
+            "  command: x\n  trigger-files: ['../secret']\n",
+            &["jobs::invalid_trigger_files"],
+        ),
+        (
+            "  command: x\n  rerun: sometimes\n",
+            &["jobs::invalid_value"],
+        ),
+        ("  command: x\n  memory: 1Gi\n", &["jobs::unknown_key"]),
+        ("  command: x\n  on: true\n", &["jobs::unknown_key"]),
+    ];
+
+    #[test]
+    fn each_rule_reports_its_code() {
+        for (body, expected) in RULES {
+            assert_eq!(job(body).err().as_deref(), Some(*expected), "{body}");
+        }
+    }
+
+    #[test]
+    fn accepted_forms_load() {
+        for body in [
+            "  command: x\n  trigger-files: present.txt\n",
+            "  command: x\n  trigger: 3\n",
+            "  command: x\n  continuous: true\n  port: 8080/tcp\n  publish: /\n",
+            "  command: x\n  continuous: true\n  replicas: 0\n",
+            "  command: x\n  schedule: '0 0 * * *'\n  timezone: UTC\n  timeout: 0\n",
+            "  command: x\n  rerun: always\n  wait: 0\n",
+            "  comm: x\n",
+        ] {
+            assert!(job(body).is_ok(), "{body}: {:?}", job(body).err());
+        }
+    }
+
+    #[test]
+    fn image_and_abbreviation_warnings_do_not_fail() {
+        assert_eq!(warnings("  comm: x\n"), ["jobs::abbreviated_key"]);
+        assert_eq!(
+            warnings("  command: x\n  image: python2.7\n"),
+            ["jobs::duplicate_key", "jobs::unknown_image"]
+        );
+    }
+
+    #[test]
+    fn job_names_follow_kubernetes_rules() {
+        assert!(super::is_dns_subdomain("task1.1"));
+        assert!(super::is_dns_subdomain("a-b"));
+        for name in ["", "A", "a_b", "-a", "a-", "a..b", ".a"] {
+            assert!(!super::is_dns_subdomain(name), "{name:?}");
+        }
     }
 }

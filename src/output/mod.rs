@@ -4,6 +4,7 @@
 //! summaries). Only [`Printer`] writes to either.
 
 mod exit;
+pub mod logging;
 
 use std::io::{self, IsTerminal, Write};
 

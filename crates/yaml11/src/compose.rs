@@ -123,9 +123,15 @@ impl Composer<'_, '_> {
         let start = parser_span
             .tag_start
             .map_or(span.start, |mark| self.mark(&mark));
-        let full_tag = event
+        let mut full_tag = event
             .tag()
             .map(|tag| format!("{}{}", tag.handle(), tag.suffix()));
+        if let Some(tag_span) = parser_span.tag_span()
+            && let Some(extra) = pyyaml_syntax::check_tag_end(self.source, self.span(&tag_span))?
+            && let Some(tag) = &mut full_tag
+        {
+            tag.push_str(&extra);
+        }
         match event {
             Event::DocumentStart(..) => self.start_document(span),
             Event::Scalar(text, style, anchor_id, _) => self.add_scalar(
@@ -191,7 +197,7 @@ impl Composer<'_, '_> {
                 });
                 Ok(())
             }
-            // Stream and document boundaries carry no data; comments are switched off.
+            // Stream and document boundaries carry no data.
             _ => Ok(()),
         }
     }
@@ -204,13 +210,25 @@ impl Composer<'_, '_> {
         anchor_id: usize,
         (span, start): (Span, Mark),
     ) -> Result<()> {
+        let is_block = matches!(style, ScalarStyle::Literal | ScalarStyle::Folded);
+        // PyYAML's block scalar starts at its `|` or `>` header; granit's span starts at the text.
+        let start = if is_block && start == span.start {
+            pyyaml_syntax::block_scalar_header(self.source, span.start.offset)
+                .map_or(start, |offset| {
+                    crate::span::mark_before(self.source, start, offset)
+                })
+        } else {
+            start
+        };
         // granit reports an omitted value as a plain "~" with an empty span; PyYAML
         // sees an empty scalar, which matters for `!!str` and for the null resolver.
         let omitted = style == ScalarStyle::Plain && span.is_empty();
         let block_indent = match style {
             ScalarStyle::Plain => None,
             ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => Some(None),
-            ScalarStyle::Literal | ScalarStyle::Folded => Some(Some(span.start.column - 1)),
+            ScalarStyle::Literal | ScalarStyle::Folded => {
+                Some(Some(span.start.column.saturating_sub(1)))
+            }
         };
         if let Some(block_indent) = block_indent {
             self.tab_regions.push(TabRegion {
@@ -221,13 +239,14 @@ impl Composer<'_, '_> {
         if omitted && anchor_id == 0 && full_tag.is_none() {
             self.check_empty_key(span)?;
         }
-        if matches!(style, ScalarStyle::Literal | ScalarStyle::Folded)
+        if is_block
             && self.stack.is_empty()
             && !text.is_empty()
             && span.start.column == 1
-            && self.source[span.start.offset..]
-                .chars()
-                .next()
+            && self
+                .source
+                .get(span.start.offset..)
+                .and_then(|rest| rest.chars().next())
                 .is_some_and(|first| !first.is_whitespace())
         {
             // PyYAML indents a top-level block scalar by at least one space; text in the first
@@ -273,7 +292,11 @@ impl Composer<'_, '_> {
         if !in_key_position || !at_colon {
             return Ok(());
         }
-        let before = self.source[..span.start.offset].trim_end_matches([' ', '\t', '\r', '\n']);
+        let before = self
+            .source
+            .get(..span.start.offset)
+            .unwrap_or_default()
+            .trim_end_matches([' ', '\t', '\r', '\n']);
         if before.ends_with('?') {
             return Ok(());
         }
@@ -302,6 +325,7 @@ impl Composer<'_, '_> {
             None => error,
         })
     }
+
     fn mark(&self, marker: &Marker) -> Mark {
         let offset = marker.byte_offset().unwrap_or_else(|| {
             // granit always reports byte offsets for `&str` input; this is a fallback only.

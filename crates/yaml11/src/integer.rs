@@ -146,7 +146,7 @@ pub(crate) fn parse_python_int(text: &str, base: u32) -> Result<Integer, Integer
     let mut after_prefix = false;
     if let Some(prefix) = prefix
         && body.len() >= 2
-        && body[..2].eq_ignore_ascii_case(prefix)
+        && body.as_bytes()[..2].eq_ignore_ascii_case(prefix.as_bytes())
     {
         body = &body[2..];
         after_prefix = true;

@@ -50,8 +50,9 @@
 //! - `\u{85}`, `\u{2028}` and `\u{2029}` are line breaks in YAML 1.1 only; documents
 //!   containing them are refused rather than read differently.
 //! - PyYAML lets a comment follow a quoted scalar without a space (`"a"# c`); granit-parser
-//!   refuses it. PyYAML reads a tag as running into `]` or `,` (`[!!str]`); granit-parser ends
-//!   it there.
+//!   refuses it. PyYAML reads `,`, `[` and `]` right after a tag as part of the tag; this crate
+//!   does too, but where that breaks PyYAML's parse of the flow collection around it
+//!   (`[!!str]`), the error here is the unknown tag rather than PyYAML's syntax error.
 //! - A top-level block scalar whose text starts in the first column is refused (PyYAML reads
 //!   an empty string when the rest is comments, and fails otherwise). A byte-order mark at the
 //!   start of a later line of the document prefix is skipped (PyYAML keeps it as content).
@@ -111,7 +112,8 @@ pub struct Limits {
 impl Default for Limits {
     /// 10 MiB, 256 levels, 2 000 000 nodes. A realistic 10 000-job file has about 200 000
     /// nodes and loads in a fraction of a second; a billion-laughs document or 100 000 nested
-    /// brackets are refused within a millisecond.
+    /// brackets are refused within a millisecond. Loading takes about 400 bytes of memory per
+    /// node, so the node limit also bounds memory, to under 1 GiB.
     fn default() -> Self {
         Self {
             max_bytes: 10 * 1024 * 1024,

@@ -160,3 +160,106 @@ pub(crate) fn check_anchor_name(source: &str, span: Span, what: &str) -> Result<
     )
     .with_context(format!("while scanning an {what}"), span))
 }
+
+/// Whether PyYAML's tag scanner (`scan_tag_uri`) takes `byte` as part of a tag.
+fn is_tag_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"-;/?:@&=+$,_.!~*'()[]%".contains(&byte)
+}
+
+/// PyYAML reads a tag up to the first byte outside the URI alphabet, which takes in `,`, `[`
+/// and `]` where granit-parser stops in flow context, and then requires a space or a line
+/// break. Returns what PyYAML adds to the tag, if anything; the caller appends it, so the
+/// tag is then unknown, as it is to PyYAML.
+pub(crate) fn check_tag_end(source: &str, tag: Span) -> Result<Option<String>> {
+    let rest = source.get(tag.end.offset..).unwrap_or_default();
+    let extra = rest.bytes().take_while(|byte| is_tag_byte(*byte)).count();
+    match rest[extra..].chars().next() {
+        None | Some(' ' | '\r' | '\n') => Ok((extra > 0).then(|| rest[..extra].to_owned())),
+        Some(found) => {
+            let at = mark_at(source, tag.end.offset + extra);
+            Err(Error::new(
+                ErrorKind::Syntax,
+                format!(
+                    "expected ' ', but found {}",
+                    crate::integer::python_repr(&found.to_string())
+                ),
+                Span::point(at),
+            )
+            .with_context("while scanning a tag", tag))
+        }
+    }
+}
+
+/// The byte offset of the `|` or `>` header of the block scalar whose text starts at
+/// `content`: the last header-like token (`|`, `>-`, `|2+`, ...) on the closest non-blank line
+/// above, before any comment. `None` when the text starts on no later line than the header.
+pub(crate) fn block_scalar_header(source: &str, content: usize) -> Option<usize> {
+    let mut line_end = source.get(..content)?.rfind('\n')?;
+    loop {
+        let line_start = source[..line_end]
+            .rfind('\n')
+            .map_or(0, |newline| newline + 1);
+        let line = &source[line_start..line_end];
+        if !line.trim().is_empty() {
+            let mut header = None;
+            for (offset, token) in tokens(line) {
+                if token.starts_with('#') {
+                    break;
+                }
+                let is_header = token.starts_with(['|', '>'])
+                    && token[1..]
+                        .bytes()
+                        .all(|byte| byte.is_ascii_digit() || byte == b'-' || byte == b'+');
+                if is_header {
+                    header = Some(line_start + offset);
+                }
+            }
+            return header;
+        }
+        line_end = line_start.checked_sub(1)?;
+    }
+}
+
+/// The whitespace-separated tokens of `line`, with their byte offsets.
+fn tokens(line: &str) -> impl Iterator<Item = (usize, &str)> {
+    line.split([' ', '\t', '\r'])
+        .scan(0, |offset, token| {
+            let start = *offset;
+            *offset += token.len() + 1;
+            Some((start, token))
+        })
+        .filter(|(_, token)| !token.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_block_scalar_header_above_the_text() {
+        let source = "key: |+ # a | b\n\n  text\n";
+        let content = source.find("text").unwrap_or_default();
+        assert_eq!(block_scalar_header(source, content), Some(5));
+        let nested = "- - >-2\n     x\n";
+        assert_eq!(
+            block_scalar_header(nested, nested.find('x').unwrap_or_default()),
+            Some(4)
+        );
+        assert_eq!(block_scalar_header("x", 0), None);
+    }
+
+    #[test]
+    fn tags_must_end_at_a_space_or_line_break() {
+        let tag = |source: &str, end: usize| Span::new(mark_at(source, 0), mark_at(source, end));
+        assert_eq!(check_tag_end("!!str x", tag("!!str x", 5)), Ok(None));
+        assert_eq!(
+            check_tag_end("!!str, x", tag("!!str, x", 5)),
+            Ok(Some(",".to_owned()))
+        );
+        let error = check_tag_end("!!str}", tag("!!str}", 5)).err();
+        assert_eq!(
+            error.map(|error| error.message),
+            Some("expected ' ', but found '}'".to_owned())
+        );
+    }
+}

@@ -89,6 +89,25 @@ pub(crate) fn mark_at(source: &str, offset: usize) -> Mark {
     }
 }
 
+/// Computes the [`Mark`] of `offset`, an earlier position than `known`, in time proportional
+/// to the distance between them rather than to the whole source.
+pub(crate) fn mark_before(source: &str, known: Mark, offset: usize) -> Mark {
+    let offset = offset.min(known.offset);
+    let Some(between) = source.get(offset..known.offset) else {
+        return mark_at(source, offset);
+    };
+    let before = source.get(..offset).unwrap_or_default();
+    let line_start = before.rfind('\n').map_or(0, |newline| newline + 1);
+    Mark {
+        offset,
+        line: known.line.saturating_sub(between.matches('\n').count()),
+        column: before
+            .get(line_start..)
+            .map_or(0, |line| line.chars().count())
+            + 1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,6 +125,19 @@ mod tests {
                 column: 1
             }
         );
+    }
+
+    #[test]
+    fn mark_before_agrees_with_mark_at() {
+        let source = "a: |\n\n  é text\n";
+        let known = mark_at(source, source.find("text").unwrap_or_default());
+        for offset in [0, 3, 4, 5, 6, 8] {
+            assert_eq!(
+                mark_before(source, known, offset),
+                mark_at(source, offset),
+                "offset {offset}"
+            );
+        }
     }
 
     #[test]

@@ -117,6 +117,44 @@ fn check(source: &str, limits: &Limits) {
     }
 }
 
+// Number-like prefixes lead the text into the base and sign handling of the constructors.
+const NUMBER_PREFIXES: &[&str] = &[
+    "",
+    "0",
+    "0x",
+    "0b",
+    "-0",
+    "+",
+    "-",
+    "1:",
+    "1_",
+    ".",
+    "2024-01-01 ",
+];
+
+const TAGS: &[&str] = &[
+    "!!int",
+    "!!float",
+    "!!bool",
+    "!!null",
+    "!!str",
+    "!!binary",
+    "!!timestamp",
+    "!",
+    "",
+];
+
+/// A printable text quoted for YAML, so it reaches the constructor of the tag before it.
+fn tagged_scalar() -> impl Strategy<Value = String> {
+    // Number-like prefixes lead the text into the base and sign handling of the constructors.
+    (
+        prop::sample::select(TAGS),
+        prop::sample::select(NUMBER_PREFIXES),
+        "\\PC{0,20}",
+    )
+        .prop_map(|(tag, prefix, text)| format!("{tag} '{prefix}{}'", text.replace('\'', "''")))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2_000))]
 
@@ -127,6 +165,11 @@ proptest! {
 
     #[test]
     fn token_soup_never_panics(source in token_soup()) {
+        check(&source, &Limits::default());
+    }
+
+    #[test]
+    fn tagged_arbitrary_text_never_panics(source in tagged_scalar()) {
         check(&source, &Limits::default());
     }
 

@@ -1,0 +1,302 @@
+//! Discovery: `/version`, the legacy documents (`/api`, `/apis`, `/api/v1`, `/apis/{group}/{version}`) and the
+//! aggregated documents (`apidiscovery.k8s.io` v2 for kubectl ≥ 1.30, v2beta1 for 1.27–1.29), chosen by the
+//! `Accept` header. Everything is generated from the resource registry.
+
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::resources::{self, RESOURCES, ResourceType};
+use crate::status::ApiError;
+
+const FULL_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+const NAMESPACE_VERBS: &[&str] = &[
+    "create", "delete", "get", "list", "patch", "update", "watch",
+];
+const SUBRESOURCE_VERBS: &[&str] = &["get", "patch", "update"];
+
+/// The kubernetes version the cluster claims to be.
+pub(crate) fn version() -> Value {
+    json!({
+        "major": "1", "minor": "33", "gitVersion": "v1.33.0", "gitCommit": "toolforge-local-cluster",
+        "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24.0",
+        "compiler": "gc", "platform": "linux/amd64",
+    })
+}
+
+fn json_response(body: &Value, content_type: &'static str) -> Response {
+    let mut response = body.to_string().into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+/// Which aggregated discovery version the client prefers, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Aggregated {
+    V2,
+    V2Beta1,
+}
+
+fn negotiate(headers: &HeaderMap) -> Option<Aggregated> {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    for entry in accept.split(',') {
+        let params: Vec<&str> = entry.split(';').map(str::trim).collect();
+        let media = params.first().copied().unwrap_or_default();
+        let is_discovery = params.contains(&"g=apidiscovery.k8s.io")
+            && params.contains(&"as=APIGroupDiscoveryList");
+        if is_discovery && media == "application/json" {
+            if params.contains(&"v=v2") {
+                return Some(Aggregated::V2);
+            }
+            if params.contains(&"v=v2beta1") {
+                return Some(Aggregated::V2Beta1);
+            }
+        } else if matches!(media, "application/json" | "*/*" | "application/*" | "") {
+            return None;
+        }
+    }
+    None
+}
+
+fn aggregated_response(items: Vec<Value>, version: Aggregated) -> Response {
+    let (api_version, content_type) = match version {
+        Aggregated::V2 => (
+            "apidiscovery.k8s.io/v2",
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+        ),
+        Aggregated::V2Beta1 => (
+            "apidiscovery.k8s.io/v2beta1",
+            "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList",
+        ),
+    };
+    json_response(
+        &json!({"kind": "APIGroupDiscoveryList", "apiVersion": api_version, "metadata": {}, "items": Value::Array(items)}),
+        content_type,
+    )
+}
+
+fn verbs(resource: &ResourceType) -> &'static [&'static str] {
+    if resource.namespaced {
+        FULL_VERBS
+    } else {
+        NAMESPACE_VERBS
+    }
+}
+
+fn subresources(
+    resource: &ResourceType,
+) -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    let mut out = Vec::new();
+    if resource.has_status {
+        out.push(("status", resource.group, resource.version, resource.kind));
+    }
+    if resource.has_scale {
+        out.push(("scale", "autoscaling", "v1", "Scale"));
+    }
+    out
+}
+
+fn aggregated_resource(resource: &ResourceType) -> Value {
+    let subresources: Vec<Value> = subresources(resource)
+        .into_iter()
+        .map(|(name, group, version, kind)| {
+            json!({"subresource": name, "responseKind": {"group": group, "version": version, "kind": kind}, "verbs": SUBRESOURCE_VERBS})
+        })
+        .collect();
+    let mut entry = json!({
+        "resource": resource.plural,
+        "responseKind": {"group": resource.group, "version": resource.version, "kind": resource.kind},
+        "scope": if resource.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": resource.singular,
+        "verbs": verbs(resource),
+    });
+    if !resource.short_names.is_empty() {
+        entry["shortNames"] = json!(resource.short_names);
+    }
+    if !resource.categories.is_empty() {
+        entry["categories"] = json!(resource.categories);
+    }
+    if !subresources.is_empty() {
+        entry["subresources"] = Value::Array(subresources);
+    }
+    entry
+}
+
+fn aggregated_group(group: &str) -> Value {
+    let versions: Vec<Value> = resources::group_versions()
+        .into_iter()
+        .filter(|(g, _)| *g == group)
+        .map(|(g, v)| {
+            let resources: Vec<Value> = RESOURCES
+                .iter()
+                .filter(|r| r.group == g && r.version == v)
+                .map(aggregated_resource)
+                .collect();
+            json!({"version": v, "resources": resources, "freshness": "Current"})
+        })
+        .collect();
+    let metadata = if group.is_empty() {
+        json!({"creationTimestamp": null})
+    } else {
+        json!({"name": group, "creationTimestamp": null})
+    };
+    json!({"metadata": metadata, "versions": versions})
+}
+
+fn named_groups() -> Vec<&'static str> {
+    let mut groups: Vec<&str> = Vec::new();
+    for (group, _) in resources::group_versions() {
+        if !group.is_empty() && !groups.contains(&group) {
+            groups.push(group);
+        }
+    }
+    groups
+}
+
+/// `GET /api`.
+pub(crate) fn api(headers: &HeaderMap, server_address: &str) -> Response {
+    if let Some(version) = negotiate(headers) {
+        return aggregated_response(vec![aggregated_group("")], version);
+    }
+    json_response(
+        &json!({"kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]}),
+        "application/json",
+    )
+}
+
+/// `GET /apis`.
+pub(crate) fn apis(headers: &HeaderMap) -> Response {
+    if let Some(version) = negotiate(headers) {
+        return aggregated_response(
+            named_groups().into_iter().map(aggregated_group).collect(),
+            version,
+        );
+    }
+    let groups: Vec<Value> = named_groups()
+        .into_iter()
+        .map(|group| {
+            let versions: Vec<Value> = resources::group_versions()
+                .into_iter()
+                .filter(|(g, _)| *g == group)
+                .map(|(g, v)| json!({"groupVersion": format!("{g}/{v}"), "version": v}))
+                .collect();
+            json!({"name": group, "versions": versions, "preferredVersion": versions.first()})
+        })
+        .collect();
+    json_response(
+        &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}),
+        "application/json",
+    )
+}
+
+/// `GET /apis/{group}`.
+pub(crate) fn group(group: &str) -> Response {
+    if !named_groups().contains(&group) {
+        return ApiError::path_not_found().into_response();
+    }
+    let versions: Vec<Value> = resources::group_versions()
+        .into_iter()
+        .filter(|(g, _)| *g == group)
+        .map(|(g, v)| json!({"groupVersion": format!("{g}/{v}"), "version": v}))
+        .collect();
+    json_response(
+        &json!({"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": versions, "preferredVersion": versions.first()}),
+        "application/json",
+    )
+}
+
+/// `GET /api/v1` and `GET /apis/{group}/{version}`: the legacy resource list.
+pub(crate) fn resource_list(group: &str, version: &str) -> Response {
+    let served: Vec<&ResourceType> = RESOURCES
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+        .collect();
+    if served.is_empty() {
+        return ApiError::path_not_found().into_response();
+    }
+    let mut entries = Vec::new();
+    for resource in served {
+        let mut entry = json!({"name": resource.plural, "singularName": resource.singular, "namespaced": resource.namespaced,
+            "kind": resource.kind, "verbs": verbs(resource)});
+        if !resource.short_names.is_empty() {
+            entry["shortNames"] = json!(resource.short_names);
+        }
+        if !resource.categories.is_empty() {
+            entry["categories"] = json!(resource.categories);
+        }
+        entries.push(entry);
+        for (name, sub_group, sub_version, kind) in subresources(resource) {
+            let mut sub = json!({"name": format!("{}/{name}", resource.plural), "singularName": "", "namespaced": resource.namespaced,
+                "kind": kind, "verbs": SUBRESOURCE_VERBS});
+            if name == "scale" {
+                sub["group"] = json!(sub_group);
+                sub["version"] = json!(sub_version);
+            }
+            entries.push(sub);
+        }
+    }
+    let group_version = if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    };
+    json_response(
+        &json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": entries}),
+        "application/json",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accept(value: &'static str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ACCEPT, HeaderValue::from_static(value));
+        headers
+    }
+
+    #[test]
+    fn negotiates_the_aggregated_version_the_client_lists_first() {
+        assert_eq!(
+            negotiate(&accept(
+                "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+            )),
+            Some(Aggregated::V2)
+        );
+        assert_eq!(
+            negotiate(&accept(
+                "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+            )),
+            Some(Aggregated::V2Beta1)
+        );
+        assert_eq!(negotiate(&accept("application/json")), None);
+        assert_eq!(negotiate(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn aggregated_groups_list_resources_with_subresources() {
+        let batch = aggregated_group("batch");
+        let jobs = &batch["versions"][0]["resources"][0];
+        assert_eq!(jobs["resource"], "jobs");
+        assert_eq!(jobs["subresources"][0]["subresource"], "status");
+        assert_eq!(jobs["categories"], json!(["all"]));
+        let core = aggregated_group("");
+        assert!(core["metadata"].get("name").is_none());
+    }
+}

@@ -1,0 +1,116 @@
+//! The HTTP layer: the axum router serving discovery, OpenAPI, `/version` and every resource URL, over a shared
+//! [`ClusterState`]. Handlers are thin; the semantics live in [`crate::ops`], [`crate::delete`] and
+//! [`crate::store`].
+
+mod discovery;
+mod negotiate;
+mod openapi;
+mod pages;
+pub(crate) mod path;
+pub(crate) mod query;
+mod resource;
+mod table;
+mod watch;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::middleware;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::faults::{self, Faults};
+use crate::status::ApiError;
+use crate::store::Store;
+
+/// State shared by all handlers; cheap to clone.
+#[derive(Debug, Clone)]
+pub(crate) struct ClusterState {
+    pub(crate) store: Store,
+    pub(crate) faults: Arc<Faults>,
+    pub(crate) bookmark_interval: Duration,
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) server_address: Arc<str>,
+    pub(crate) pages: Arc<pages::Pages>,
+}
+
+fn json(body: &Value) -> Response {
+    let mut response = body.to_string().into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// The complete API server.
+pub(crate) fn router(state: ClusterState) -> Router {
+    Router::new()
+        .route("/version", get(|| async { json(&discovery::version()) }))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(|| async { "ok" }))
+        .route("/livez", get(|| async { "ok" }))
+        .route(
+            "/api",
+            get(
+                |State(state): State<ClusterState>, headers: HeaderMap| async move {
+                    discovery::api(&headers, &state.server_address)
+                },
+            ),
+        )
+        .route(
+            "/apis",
+            get(|headers: HeaderMap| async move { discovery::apis(&headers) }),
+        )
+        .route(
+            "/api/{version}",
+            get(
+                |Path(version): Path<String>| async move { discovery::resource_list("", &version) },
+            ),
+        )
+        .route(
+            "/apis/{group}",
+            get(|Path(group): Path<String>| async move { discovery::group(&group) }),
+        )
+        .route(
+            "/apis/{group}/{version}",
+            get(
+                |Path((group, version)): Path<(String, String)>| async move {
+                    discovery::resource_list(&group, &version)
+                },
+            ),
+        )
+        .route("/openapi/v3", get(|| async { json(&openapi::v3_root()) }))
+        .route(
+            "/openapi/v3/{*path}",
+            get(|Path(path): Path<String>| async move {
+                match openapi::v3_group(&path) {
+                    Some(document) => json(&document),
+                    None => ApiError::path_not_found().into_response(),
+                }
+            }),
+        )
+        .route(
+            "/openapi/v2",
+            get(|| async {
+                let mut response = openapi::v2_protobuf().into_response();
+                // kubectl cannot parse the protobuf media type's `@`; a real server answers octet-stream too.
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/octet-stream"),
+                );
+                response
+            }),
+        )
+        .fallback(resource::handle)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            faults::middleware,
+        ))
+        .with_state(state)
+}

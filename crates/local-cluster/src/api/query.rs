@@ -1,0 +1,108 @@
+//! Query strings: decoding (kube-rs sends `?&a=b`, so empty pairs are skipped) and the typed readers the
+//! handlers need.
+
+use crate::decode::FieldValidation;
+use crate::ops::{Filter, WriteOptions};
+use crate::resources::ResourceType;
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::status::{ApiError, FieldError};
+
+/// The decoded query pairs, in order.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Query(pub(crate) Vec<(String, String)>);
+
+impl Query {
+    pub(crate) fn parse(raw: Option<&str>) -> Self {
+        Query(
+            form_urlencoded::parse(raw.unwrap_or_default().as_bytes())
+                .filter(|(k, _)| !k.is_empty())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        )
+    }
+
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub(crate) fn flag(&self, key: &str) -> bool {
+        matches!(self.get(key), Some("true" | "1"))
+    }
+
+    pub(crate) fn filter(&self, resource: &ResourceType) -> Result<Filter, ApiError> {
+        Ok(Filter {
+            labels: LabelSelector::parse(self.get("labelSelector").unwrap_or_default())?,
+            fields: FieldSelector::parse(self.get("fieldSelector").unwrap_or_default(), resource)?,
+        })
+    }
+
+    pub(crate) fn write_options(&self) -> Result<WriteOptions, ApiError> {
+        let mut dry_run = false;
+        for (key, value) in &self.0 {
+            if key == "dryRun" {
+                if value == "All" {
+                    dry_run = true;
+                } else {
+                    return Err(ApiError::invalid_options(
+                        "CreateOptions",
+                        &[FieldError::not_supported(
+                            "dryRun",
+                            &serde_json::json!(value),
+                            &["All"],
+                        )],
+                    ));
+                }
+            }
+        }
+        let force = self
+            .get("force")
+            .map(|value| value == "true" || value == "1");
+        Ok(WriteOptions {
+            dry_run,
+            field_validation: FieldValidation::parse(self.get("fieldValidation"))?,
+            field_manager: self.get("fieldManager").map(str::to_owned),
+            force,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skips_empty_pairs_and_decodes_values() {
+        let q = Query::parse(Some("&labelSelector=app%3Ddemo&&limit=10&watch=1"));
+        assert_eq!(q.get("labelSelector"), Some("app=demo"));
+        assert_eq!(q.get("limit"), Some("10"));
+        assert!(q.flag("watch"));
+        assert!(!q.flag("missing"));
+    }
+
+    #[test]
+    fn write_options_validate_dry_run_and_field_validation() {
+        let ok = Query::parse(Some("dryRun=All&fieldValidation=Strict&fieldManager=me"))
+            .write_options()
+            .expect("valid");
+        assert!(ok.dry_run);
+        assert_eq!(ok.field_validation, FieldValidation::Strict);
+        assert_eq!(
+            Query::parse(Some("dryRun=Some"))
+                .write_options()
+                .expect_err("invalid")
+                .code,
+            422
+        );
+        assert_eq!(
+            Query::parse(Some("fieldValidation=Loose"))
+                .write_options()
+                .expect_err("invalid")
+                .code,
+            400
+        );
+    }
+}

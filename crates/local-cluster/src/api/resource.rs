@@ -1,0 +1,432 @@
+//! The handler for every resource URL: dispatches (method, name, subresource) to the registry operations and
+//! shapes responses (status codes, Table conversion, `Warning` headers, the delete response rules).
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::ClusterState;
+use super::negotiate::Representation;
+use super::path::{self, Target};
+use super::query::Query;
+use super::watch;
+use crate::delete::{self, DeleteOptions, Deleted};
+use crate::meta;
+use crate::ops::{self, Part, WriteOptions, Written};
+use crate::patch::PatchType;
+use crate::protobuf::{self, ProtobufError};
+use crate::resources::ResourceType;
+use crate::status::{ApiError, FieldError};
+
+/// Entry point for all resource paths (the router's fallback).
+pub(crate) async fn handle(
+    State(state): State<ClusterState>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let Some(target) = path::parse(uri.path()) else {
+        return ApiError::path_not_found().into_response();
+    };
+    let query = Query::parse(uri.query());
+    dispatch(&state, &method, &target, &query, &headers, &body)
+        .unwrap_or_else(IntoResponse::into_response)
+}
+
+fn dispatch(
+    state: &ClusterState,
+    method: &Method,
+    target: &Target,
+    query: &Query,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let resource = target.resource;
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    check_acceptable(accept)?;
+    let representation = Representation::from_accept(accept);
+    let namespace = target.namespace.as_deref().unwrap_or_default();
+    let part = match target.subresource.as_deref() {
+        None => Part::Main,
+        Some("status") if resource.has_status => Part::Status,
+        Some("scale") if resource.has_scale => {
+            return scale(state, method, target, query, headers, body);
+        }
+        Some(_) => return Err(ApiError::path_not_found()),
+    };
+    match (method, &target.name) {
+        (&Method::GET, None) if part == Part::Main => {
+            if query.flag("watch") {
+                return watch::serve(
+                    state,
+                    resource,
+                    target.namespace.clone(),
+                    query,
+                    representation,
+                );
+            }
+            list(
+                state,
+                resource,
+                target.namespace.as_deref(),
+                query,
+                representation,
+            )
+        }
+        (&Method::GET, Some(name)) => {
+            let object = ops::get(&state.store, resource, namespace, name)?;
+            Ok(ok(&representation.single(resource, &object), &[]))
+        }
+        (&Method::POST, None) if part == Part::Main => {
+            let body = parse_body(headers, body)?;
+            let written = ops::create(
+                &state.store,
+                resource,
+                target.namespace.as_deref(),
+                body,
+                &query.write_options()?,
+            )?;
+            Ok(written_response(resource, written))
+        }
+        (&Method::PUT, Some(name)) => {
+            let body = parse_body(headers, body)?;
+            let written = ops::replace(
+                &state.store,
+                resource,
+                namespace,
+                name,
+                body,
+                part,
+                &query.write_options()?,
+            )?;
+            Ok(written_response(resource, written))
+        }
+        (&Method::PATCH, Some(name)) => {
+            let patch_type = patch_type(headers)?;
+            let written = ops::patch(
+                &state.store,
+                resource,
+                namespace,
+                name,
+                patch_type,
+                body,
+                part,
+                &query.write_options()?,
+            )?;
+            Ok(written_response(resource, written))
+        }
+        (&Method::DELETE, Some(name)) if part == Part::Main => {
+            let options = DeleteOptions::parse(body, &query.0)?;
+            let deleted = delete::delete(&state.store, resource, namespace, name, &options)?;
+            Ok(delete_response(resource, deleted))
+        }
+        (&Method::DELETE, None) if part == Part::Main => {
+            let options = DeleteOptions::parse(body, &query.0)?;
+            let filter = query.filter(resource)?;
+            let list = delete::delete_collection(
+                &state.store,
+                resource,
+                target.namespace.as_deref(),
+                &filter,
+                &options,
+            )?;
+            Ok(ok(&list, &[]))
+        }
+        _ => Err(ApiError::method_not_allowed(
+            &method.as_str().to_lowercase(),
+            resource,
+        )),
+    }
+}
+
+fn check_acceptable(accept: &str) -> Result<(), ApiError> {
+    if accept.is_empty()
+        || accept.contains("json")
+        || accept.contains("*/*")
+        || accept.contains("application/*")
+    {
+        return Ok(());
+    }
+    Err(ApiError {
+        code: 406,
+        reason: "NotAcceptable",
+        message: "only the following media types are accepted: application/json, application/yaml"
+            .into(),
+        details: serde_json::Map::new(),
+    })
+}
+
+fn list(
+    state: &ClusterState,
+    resource: &'static ResourceType,
+    namespace: Option<&str>,
+    query: &Query,
+    representation: Representation,
+) -> Result<Response, ApiError> {
+    let filter = query.filter(resource)?;
+    let rv = query.get("resourceVersion").filter(|v| !v.is_empty());
+    let rv_match = query.get("resourceVersionMatch").filter(|v| !v.is_empty());
+    let mut errors = Vec::new();
+    match (rv, rv_match) {
+        (None, Some(_)) => errors.push(FieldError::forbidden(
+            "resourceVersionMatch",
+            "resourceVersionMatch is forbidden unless resourceVersion is provided",
+        )),
+        (Some("0"), Some("Exact")) => errors.push(FieldError::forbidden(
+            "resourceVersionMatch",
+            "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+        )),
+        (_, Some(m)) if m != "Exact" && m != "NotOlderThan" => {
+            errors.push(FieldError::not_supported(
+                "resourceVersionMatch",
+                &json!(m),
+                &["Exact", "NotOlderThan", ""],
+            ));
+        }
+        _ => {}
+    }
+    if query.get("sendInitialEvents").is_some() {
+        errors.push(FieldError::forbidden(
+            "sendInitialEvents",
+            "sendInitialEvents is forbidden for list",
+        ));
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::invalid_options("ListOptions", &errors));
+    }
+    let limit = match query.get("limit").filter(|l| !l.is_empty()) {
+        None => None,
+        Some(text) => Some(
+            text.parse::<usize>()
+                .map_err(|_| ApiError::bad_request(format!("invalid limit: {text}")))?,
+        ),
+    };
+    if let Some(token) = query.get("continue").filter(|c| !c.is_empty()) {
+        let page = state.pages.next(token, limit)?;
+        return Ok(ok(&representation.list(resource, page), &[]));
+    }
+    let current = state.store.resource_version();
+    if let Some(requested) = rv.filter(|v| *v != "0") {
+        let requested: u64 = requested.parse().map_err(|_| {
+            ApiError::invalid_options(
+                "ListOptions",
+                &[FieldError::invalid(
+                    "resourceVersion",
+                    &json!(requested),
+                    "must be a number",
+                )],
+            )
+        })?;
+        if requested > current {
+            return Err(ApiError::too_large_resource_version(requested, current));
+        }
+        if rv_match == Some("Exact") && requested != current {
+            return Err(ApiError::expired(format!(
+                "too old resource version: {requested} ({current})"
+            )));
+        }
+    }
+    let list = state
+        .pages
+        .first(ops::list(&state.store, resource, namespace, &filter), limit);
+    Ok(ok(&representation.list(resource, list), &[]))
+}
+
+fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    let media = content_type.split(';').next().unwrap_or_default().trim();
+    match media {
+        "application/json" | "" => serde_json::from_slice(body).map_err(|e| {
+            ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+        }),
+        "application/yaml" => {
+            let text = std::str::from_utf8(body)
+                .map_err(|_| ApiError::bad_request("the body is not UTF-8"))?;
+            serde_saphyr::from_str(text)
+                .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))
+        }
+        protobuf::MEDIA_TYPE => protobuf::decode(body).map_err(|e| match e {
+            ProtobufError::Unsupported(why) => ApiError {
+                code: 415,
+                reason: "UnsupportedMediaType",
+                message: why,
+                details: serde_json::Map::new(),
+            },
+            ProtobufError::Malformed(why) => {
+                ApiError::bad_request(format!("error decoding protobuf: {why}"))
+            }
+        }),
+        _ => Err(ApiError::unsupported_media_type(&[
+            "application/json",
+            "application/yaml",
+        ])),
+    }
+}
+
+fn patch_type(headers: &HeaderMap) -> Result<PatchType, ApiError> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    PatchType::from_content_type(content_type)
+        .ok_or_else(|| ApiError::unsupported_media_type(&PatchType::ACCEPTED))
+}
+
+fn ok(body: &Value, warnings: &[String]) -> Response {
+    respond(StatusCode::OK, body, warnings)
+}
+
+fn respond(code: StatusCode, body: &Value, warnings: &[String]) -> Response {
+    let mut response = (code, body.to_string()).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    for warning in warnings {
+        let text = format!(
+            "299 - \"{}\"",
+            warning.replace('\\', "\\\\").replace('"', "\\\"")
+        );
+        if let Ok(value) = HeaderValue::from_str(&text) {
+            headers.append(header::WARNING, value);
+        }
+    }
+    response
+}
+
+fn written_response(resource: &ResourceType, written: Written) -> Response {
+    let code = if written.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    respond(code, &resource.present(written.object), &written.warnings)
+}
+
+fn delete_response(resource: &ResourceType, deleted: Deleted) -> Response {
+    match deleted {
+        Deleted::Gone(object) if resource.plural != "pods" => {
+            let mut details = json!({"name": meta::name(&object), "kind": resource.plural, "uid": meta::uid(&object)});
+            if !resource.group.is_empty() {
+                details["group"] = json!(resource.group);
+            }
+            ok(
+                &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}),
+                &[],
+            )
+        }
+        Deleted::Gone(object) | Deleted::Pending(object) => ok(&resource.present(object), &[]),
+    }
+}
+
+/// `autoscaling/v1` Scale view of a Deployment or ReplicaSet.
+fn scale_of(object: &Value) -> Value {
+    let selector = crate::selector::LabelSelector::from_object(
+        meta::at(object, &["spec", "selector"]).unwrap_or(&Value::Null),
+    );
+    let selector_text: Vec<String> = meta::at(object, &["spec", "selector", "matchLabels"])
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect();
+    let mut metadata = json!({});
+    for field in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
+        if let Some(value) = meta::at(object, &["metadata", field]) {
+            metadata[field] = value.clone();
+        }
+    }
+    json!({
+        "kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": metadata,
+        "spec": {"replicas": meta::at(object, &["spec", "replicas"]).cloned().unwrap_or(json!(0))},
+        "status": {"replicas": meta::at(object, &["status", "replicas"]).cloned().unwrap_or(json!(0)),
+            "selector": if selector.is_some() { selector_text.join(",") } else { String::new() }},
+    })
+}
+
+fn scale(
+    state: &ClusterState,
+    method: &Method,
+    target: &Target,
+    query: &Query,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let resource = target.resource;
+    let namespace = target.namespace.as_deref().unwrap_or_default();
+    let Some(name) = target.name.as_deref() else {
+        return Err(ApiError::path_not_found());
+    };
+    let current = ops::get(&state.store, resource, namespace, name)?;
+    let desired = match *method {
+        Method::GET => return Ok(ok(&scale_of(&current), &[])),
+        Method::PUT => parse_body(headers, body)?,
+        Method::PATCH => {
+            let mut scale = scale_of(&current);
+            match patch_type(headers)? {
+                PatchType::Json => crate::patch::json_patch(&mut scale, body)?,
+                PatchType::Merge => crate::patch::merge_patch(
+                    &mut scale,
+                    &serde_json::from_slice(body)
+                        .map_err(|e| ApiError::bad_request(e.to_string()))?,
+                ),
+                PatchType::Strategic | PatchType::Apply => {
+                    crate::patch::strategic_merge(
+                        &mut scale,
+                        &serde_json::from_slice(body)
+                            .map_err(|e| ApiError::bad_request(e.to_string()))?,
+                    )?;
+                }
+            }
+            scale
+        }
+        _ => {
+            return Err(ApiError::method_not_allowed(
+                &method.as_str().to_lowercase(),
+                resource,
+            ));
+        }
+    };
+    let Some(replicas) = meta::at(&desired, &["spec", "replicas"]).and_then(Value::as_i64) else {
+        return Err(ApiError::invalid(
+            resource,
+            name,
+            &[FieldError::required("spec.replicas", "")],
+        ));
+    };
+    let mut merge = json!({"spec": {"replicas": replicas}});
+    if let Some(rv) = meta::resource_version(&desired) {
+        merge["metadata"] = json!({"resourceVersion": rv});
+    }
+    let options = WriteOptions {
+        field_validation: crate::decode::FieldValidation::Ignore,
+        ..query.write_options()?
+    };
+    let written = ops::patch(
+        &state.store,
+        resource,
+        namespace,
+        name,
+        PatchType::Merge,
+        merge.to_string().as_bytes(),
+        Part::Main,
+        &options,
+    )?;
+    Ok(ok(&scale_of(&written.object), &[]))
+}

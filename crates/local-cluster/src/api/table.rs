@@ -1,0 +1,547 @@
+//! `meta.k8s.io/v1` Table responses, so that `kubectl get` prints the columns a real server's printers give
+//! (reference §5.3). Columns with priority 1 show only with `-o wide`.
+
+use serde_json::{Value, json};
+
+use crate::meta;
+use crate::resources::ResourceType;
+
+/// A Table of `objects` (one row each).
+pub(crate) fn table(
+    resource: &ResourceType,
+    objects: &[Value],
+    resource_version: Option<String>,
+) -> Value {
+    let now = jiff::Timestamp::now();
+    let columns: Vec<Value> = columns(resource)
+        .iter()
+        .map(|(name, kind, priority)| {
+            json!({"name": name, "type": kind, "format": if *name == "Name" { "name" } else { "" },
+                "description": "", "priority": priority})
+        })
+        .collect();
+    let rows: Vec<Value> = objects
+        .iter()
+        .map(|object| {
+            json!({
+                "cells": cells(resource, object, now),
+                "object": {
+                    "kind": "PartialObjectMetadata",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": object.get("metadata").cloned().unwrap_or_else(|| json!({})),
+                },
+            })
+        })
+        .collect();
+    let mut metadata = json!({});
+    if let Some(rv) = resource_version {
+        metadata["resourceVersion"] = Value::from(rv);
+    }
+    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "columnDefinitions": columns, "rows": rows})
+}
+
+type Column = (&'static str, &'static str, u8);
+
+fn columns(resource: &ResourceType) -> Vec<Column> {
+    let workload: [Column; 3] = [
+        ("Containers", "string", 1),
+        ("Images", "string", 1),
+        ("Selector", "string", 1),
+    ];
+    let mut out: Vec<Column> = match resource.plural {
+        "pods" => vec![
+            ("Name", "string", 0),
+            ("Ready", "string", 0),
+            ("Status", "string", 0),
+            ("Restarts", "string", 0),
+            ("Age", "string", 0),
+            ("IP", "string", 1),
+            ("Node", "string", 1),
+            ("Nominated Node", "string", 1),
+            ("Readiness Gates", "string", 1),
+        ],
+        "jobs" => vec![
+            ("Name", "string", 0),
+            ("Status", "string", 0),
+            ("Completions", "string", 0),
+            ("Duration", "string", 0),
+            ("Age", "string", 0),
+        ],
+        "cronjobs" => vec![
+            ("Name", "string", 0),
+            ("Schedule", "string", 0),
+            ("Timezone", "string", 0),
+            ("Suspend", "boolean", 0),
+            ("Active", "integer", 0),
+            ("Last Schedule", "string", 0),
+            ("Age", "string", 0),
+        ],
+        "deployments" => vec![
+            ("Name", "string", 0),
+            ("Ready", "string", 0),
+            ("Up-to-date", "string", 0),
+            ("Available", "string", 0),
+            ("Age", "string", 0),
+        ],
+        "replicasets" => vec![
+            ("Name", "string", 0),
+            ("Desired", "integer", 0),
+            ("Current", "integer", 0),
+            ("Ready", "integer", 0),
+            ("Age", "string", 0),
+        ],
+        "events" => vec![
+            ("Last Seen", "string", 0),
+            ("Type", "string", 0),
+            ("Reason", "string", 0),
+            ("Object", "string", 0),
+            ("Message", "string", 0),
+        ],
+        "namespaces" => vec![
+            ("Name", "string", 0),
+            ("Status", "string", 0),
+            ("Age", "string", 0),
+        ],
+        "configmaps" => vec![
+            ("Name", "string", 0),
+            ("Data", "integer", 0),
+            ("Age", "string", 0),
+        ],
+        "services" => vec![
+            ("Name", "string", 0),
+            ("Type", "string", 0),
+            ("Cluster-IP", "string", 0),
+            ("External-IP", "string", 0),
+            ("Port(s)", "string", 0),
+            ("Age", "string", 0),
+            ("Selector", "string", 1),
+        ],
+        "leases" => vec![
+            ("Name", "string", 0),
+            ("Holder", "string", 0),
+            ("Age", "string", 0),
+        ],
+        _ => vec![("Name", "string", 0), ("Age", "string", 0)],
+    };
+    if matches!(
+        resource.plural,
+        "jobs" | "cronjobs" | "deployments" | "replicasets"
+    ) {
+        out.extend(workload);
+    }
+    out
+}
+
+fn int(object: &Value, path: &[&str]) -> i64 {
+    meta::at(object, path).and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn text(object: &Value, path: &[&str]) -> String {
+    meta::str_at(object, path).unwrap_or_default().to_owned()
+}
+
+fn age(object: &Value, path: &[&str], now: jiff::Timestamp) -> String {
+    meta::str_at(object, path)
+        .and_then(meta::parse_time)
+        .map_or_else(
+            || "<unknown>".to_owned(),
+            |t| human_duration(now.duration_since(t)),
+        )
+}
+
+#[expect(
+    clippy::too_many_lines,
+    reason = "one short arm per served type; splitting by type would scatter one table"
+)]
+fn cells(resource: &ResourceType, object: &Value, now: jiff::Timestamp) -> Vec<Value> {
+    let name = Value::from(meta::name(object));
+    let created = age(object, &["metadata", "creationTimestamp"], now);
+    let template = |spec_path: &[&str]| -> [Value; 2] {
+        let mut path = spec_path.to_vec();
+        path.extend(["template", "spec", "containers"]);
+        let containers = meta::at(object, &path)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let names: Vec<&str> = containers
+            .iter()
+            .filter_map(|c| c.get("name").and_then(Value::as_str))
+            .collect();
+        let images: Vec<&str> = containers
+            .iter()
+            .filter_map(|c| c.get("image").and_then(Value::as_str))
+            .collect();
+        [Value::from(names.join(",")), Value::from(images.join(","))]
+    };
+    let selector = |path: &[&str]| Value::from(selector_text(meta::at(object, path)));
+    match resource.plural {
+        "pods" => {
+            let statuses = meta::at(object, &["status", "containerStatuses"])
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let total = meta::at(object, &["spec", "containers"])
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            let ready = statuses
+                .iter()
+                .filter(|s| s.get("ready") == Some(&Value::Bool(true)))
+                .count();
+            let restarts: i64 = statuses
+                .iter()
+                .map(|s| s.get("restartCount").and_then(Value::as_i64).unwrap_or(0))
+                .sum();
+            vec![
+                name,
+                json!(format!("{ready}/{total}")),
+                json!(pod_status(object, &statuses)),
+                json!(restarts.to_string()),
+                json!(created),
+                json!(meta::str_at(object, &["status", "podIP"]).unwrap_or("<none>")),
+                json!(meta::str_at(object, &["spec", "nodeName"]).unwrap_or("<none>")),
+                json!("<none>"),
+                json!("<none>"),
+            ]
+        }
+        "jobs" => {
+            let succeeded = int(object, &["status", "succeeded"]);
+            let completions =
+                match meta::at(object, &["spec", "completions"]).and_then(Value::as_i64) {
+                    Some(c) => format!("{succeeded}/{c}"),
+                    None => match int(object, &["spec", "parallelism"]) {
+                        p if p > 1 => format!("{succeeded}/1 of {p}"),
+                        _ => format!("{succeeded}/1"),
+                    },
+                };
+            let start = meta::str_at(object, &["status", "startTime"]).and_then(meta::parse_time);
+            let end = meta::str_at(object, &["status", "completionTime"])
+                .and_then(meta::parse_time)
+                .unwrap_or(now);
+            let duration = start
+                .map(|s| human_duration(end.duration_since(s)))
+                .unwrap_or_default();
+            let [containers, images] = template(&["spec"]);
+            vec![
+                name,
+                json!(job_status(object)),
+                json!(completions),
+                json!(duration),
+                json!(created),
+                containers,
+                images,
+                selector(&["spec", "selector"]),
+            ]
+        }
+        "cronjobs" => {
+            let active = meta::at(object, &["status", "active"])
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            let last = if meta::at(object, &["status", "lastScheduleTime"]).is_some() {
+                age(object, &["status", "lastScheduleTime"], now)
+            } else {
+                "<none>".to_owned()
+            };
+            let [containers, images] = template(&["spec", "jobTemplate", "spec"]);
+            vec![
+                name,
+                json!(text(object, &["spec", "schedule"])),
+                json!(meta::str_at(object, &["spec", "timeZone"]).unwrap_or("<none>")),
+                json!(
+                    meta::at(object, &["spec", "suspend"])
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false)
+                ),
+                json!(active),
+                json!(last),
+                json!(created),
+                containers,
+                images,
+                selector(&["spec", "jobTemplate", "spec", "selector"]),
+            ]
+        }
+        "deployments" => {
+            let [containers, images] = template(&["spec"]);
+            vec![
+                name,
+                json!(format!(
+                    "{}/{}",
+                    int(object, &["status", "readyReplicas"]),
+                    int(object, &["spec", "replicas"])
+                )),
+                json!(int(object, &["status", "updatedReplicas"])),
+                json!(int(object, &["status", "availableReplicas"])),
+                json!(created),
+                containers,
+                images,
+                selector(&["spec", "selector"]),
+            ]
+        }
+        "replicasets" => {
+            let [containers, images] = template(&["spec"]);
+            vec![
+                name,
+                json!(int(object, &["spec", "replicas"])),
+                json!(int(object, &["status", "replicas"])),
+                json!(int(object, &["status", "readyReplicas"])),
+                json!(created),
+                containers,
+                images,
+                selector(&["spec", "selector"]),
+            ]
+        }
+        "events" => {
+            let last_seen = ["lastTimestamp", "eventTime", "firstTimestamp"]
+                .iter()
+                .find(|f| meta::at(object, &[f]).is_some_and(|v| !v.is_null()))
+                .map_or_else(|| created.clone(), |f| age(object, &[f], now));
+            let involved = format!(
+                "{}/{}",
+                text(object, &["involvedObject", "kind"]).to_lowercase(),
+                text(object, &["involvedObject", "name"])
+            );
+            vec![
+                json!(last_seen),
+                json!(text(object, &["type"])),
+                json!(text(object, &["reason"])),
+                json!(involved),
+                json!(text(object, &["message"])),
+            ]
+        }
+        "namespaces" => vec![
+            name,
+            json!(text(object, &["status", "phase"])),
+            json!(created),
+        ],
+        "configmaps" => {
+            let data = ["data", "binaryData"]
+                .iter()
+                .map(|f| {
+                    object
+                        .get(f)
+                        .and_then(Value::as_object)
+                        .map_or(0, serde_json::Map::len)
+                })
+                .sum::<usize>();
+            vec![name, json!(data), json!(created)]
+        }
+        "services" => {
+            let ports: Vec<String> = meta::at(object, &["spec", "ports"])
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|p| {
+                    format!(
+                        "{}/{}",
+                        p.get("port").and_then(Value::as_i64).unwrap_or(0),
+                        p.get("protocol").and_then(Value::as_str).unwrap_or("TCP")
+                    )
+                })
+                .collect();
+            let service_selector = meta::at(object, &["spec", "selector"])
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                });
+            vec![
+                name,
+                json!(text(object, &["spec", "type"])),
+                json!(meta::str_at(object, &["spec", "clusterIP"]).unwrap_or("<none>")),
+                json!("<none>"),
+                json!(if ports.is_empty() {
+                    "<none>".to_owned()
+                } else {
+                    ports.join(",")
+                }),
+                json!(created),
+                json!(service_selector.unwrap_or_else(|| "<none>".to_owned())),
+            ]
+        }
+        "leases" => vec![
+            name,
+            json!(meta::str_at(object, &["spec", "holderIdentity"]).unwrap_or("<none>")),
+            json!(created),
+        ],
+        _ => vec![name, json!(created)],
+    }
+}
+
+fn conditions(object: &Value) -> Vec<(String, String)> {
+    meta::at(object, &["status", "conditions"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| (text(c, &["type"]), text(c, &["status"])))
+        .collect()
+}
+
+fn job_status(object: &Value) -> &'static str {
+    let conditions = conditions(object);
+    let has = |kind: &str| conditions.iter().any(|(t, s)| t == kind && s == "True");
+    if has("Complete") {
+        "Complete"
+    } else if has("Failed") {
+        "Failed"
+    } else if meta::is_deleting(object) {
+        "Terminating"
+    } else if has("Suspended") {
+        "Suspended"
+    } else if has("FailureTarget") {
+        "FailureTarget"
+    } else {
+        "Running"
+    }
+}
+
+fn pod_status(pod: &Value, statuses: &[Value]) -> String {
+    let mut reason = meta::str_at(pod, &["status", "reason"])
+        .or_else(|| meta::str_at(pod, &["status", "phase"]))
+        .unwrap_or("Pending")
+        .to_owned();
+    for status in statuses.iter().rev() {
+        if let Some(waiting) =
+            meta::str_at(status, &["state", "waiting", "reason"]).filter(|r| !r.is_empty())
+        {
+            waiting.clone_into(&mut reason);
+        } else if let Some(terminated) = meta::at(status, &["state", "terminated"]) {
+            reason = match terminated.get("reason").and_then(Value::as_str) {
+                Some(r) if !r.is_empty() => r.to_owned(),
+                _ => match terminated.get("signal").and_then(Value::as_i64) {
+                    Some(signal) if signal != 0 => format!("Signal:{signal}"),
+                    _ => format!(
+                        "ExitCode:{}",
+                        terminated
+                            .get("exitCode")
+                            .and_then(Value::as_i64)
+                            .unwrap_or(0)
+                    ),
+                },
+            };
+        }
+    }
+    if meta::is_deleting(pod) && !matches!(reason.as_str(), "Completed" | "Succeeded" | "Failed") {
+        return "Terminating".to_owned();
+    }
+    reason
+}
+
+fn selector_text(selector: Option<&Value>) -> String {
+    let Some(selector) = selector else {
+        return "<none>".to_owned();
+    };
+    let mut parts: Vec<String> = selector
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect();
+    for expression in selector
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let values: Vec<&str> = expression
+            .get("values")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let key = text(expression, &["key"]);
+        parts.push(match meta::str_at(expression, &["operator"]) {
+            Some("In") => format!("{key} in ({})", values.join(",")),
+            Some("NotIn") => format!("{key} notin ({})", values.join(",")),
+            Some("Exists") => key,
+            _ => format!("!{key}"),
+        });
+    }
+    if parts.is_empty() {
+        "<none>".to_owned()
+    } else {
+        parts.join(",")
+    }
+}
+
+/// kubectl's "human duration": `<invalid>` if more than a second in the future, then `Ns`, `XmYs`, `Xm`, `XhYm`,
+/// `Xh`, `XdYh`, `Xd`, `XyYd`, `Xy`.
+pub(crate) fn human_duration(duration: jiff::SignedDuration) -> String {
+    let seconds = duration.as_secs();
+    if seconds < -1 {
+        return "<invalid>".to_owned();
+    }
+    let seconds = seconds.max(0);
+    let (minutes, hours, days) = (seconds / 60, seconds / 3600, seconds / 86400);
+    let years = days / 365;
+    match seconds {
+        s if s < 120 => format!("{s}s"),
+        s if minutes < 10 => match s % 60 {
+            0 => format!("{minutes}m"),
+            rest => format!("{minutes}m{rest}s"),
+        },
+        _ if hours < 3 => format!("{minutes}m"),
+        _ if hours < 8 => match minutes % 60 {
+            0 => format!("{hours}h"),
+            rest => format!("{hours}h{rest}m"),
+        },
+        _ if hours < 48 => format!("{hours}h"),
+        _ if hours < 192 => match hours % 24 {
+            0 => format!("{days}d"),
+            rest => format!("{days}d{rest}h"),
+        },
+        _ if years < 2 => format!("{days}d"),
+        _ if years < 8 => match days % 365 {
+            0 => format!("{years}y"),
+            rest => format!("{years}y{rest}d"),
+        },
+        _ => format!("{years}y"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::find;
+
+    #[test]
+    fn human_durations_follow_kubectl() {
+        let d = jiff::SignedDuration::from_secs;
+        assert_eq!(human_duration(d(5)), "5s");
+        assert_eq!(human_duration(d(125)), "2m5s");
+        assert_eq!(human_duration(d(600)), "10m");
+        assert_eq!(human_duration(d(4 * 3600 + 120)), "4h2m");
+        assert_eq!(human_duration(d(30 * 3600)), "30h");
+        assert_eq!(human_duration(d(3 * 86400 + 3600)), "3d1h");
+        assert_eq!(human_duration(d(-10)), "<invalid>");
+    }
+
+    #[test]
+    fn job_rows_show_status_and_completions() {
+        let jobs = find("batch", "v1", "jobs").expect("served");
+        let job = json!({"metadata": {"name": "j", "creationTimestamp": "2020-01-01T00:00:00Z"},
+            "spec": {"completions": 2, "selector": {"matchLabels": {"a": "b"}},
+                "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}},
+            "status": {"succeeded": 2, "conditions": [{"type": "Complete", "status": "True"}],
+                "startTime": "2020-01-01T00:00:00Z", "completionTime": "2020-01-01T00:00:07Z"}});
+        let table = table(jobs, &[job], Some("5".into()));
+        assert_eq!(
+            table["rows"][0]["cells"],
+            json!([
+                "j",
+                "Complete",
+                "2/2",
+                "7s",
+                table["rows"][0]["cells"][4],
+                "c",
+                "busybox",
+                "a=b"
+            ])
+        );
+        assert_eq!(table["columnDefinitions"][1]["name"], "Status");
+        assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+        assert_eq!(table["metadata"]["resourceVersion"], "5");
+    }
+}

@@ -1,0 +1,230 @@
+//! Request accounting and fault injection for tests: every request is counted per (verb, resource), and tests
+//! can make chosen requests fail with a status code, add latency, close every open watch, or make the next
+//! watch fail with 410 Expired inside its stream (the way a real server reports a compacted version).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::{Method, Uri};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::api::ClusterState;
+use crate::api::path;
+use crate::api::query::Query;
+use crate::status::ApiError;
+
+/// A rule making matching requests fail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    /// Verb to match (`get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, `deletecollection`);
+    /// `None` matches every verb.
+    pub verb: Option<String>,
+    /// Resource to match (`jobs`, `jobs/status`); `None` matches every resource.
+    pub resource: Option<String>,
+    /// The status code to answer with (the Status reason follows the code).
+    pub status: u16,
+    /// How many matching requests fail before the rule is used up.
+    pub times: u32,
+}
+
+impl Fault {
+    /// Fails the next `times` requests with `verb` on `resource` with `status`.
+    #[must_use]
+    pub fn new(verb: &str, resource: &str, status: u16, times: u32) -> Self {
+        Fault {
+            verb: Some(verb.to_owned()),
+            resource: Some(resource.to_owned()),
+            status,
+            times,
+        }
+    }
+
+    fn matches(&self, verb: &str, resource: &str) -> bool {
+        self.verb.as_deref().is_none_or(|v| v == verb)
+            && self.resource.as_deref().is_none_or(|r| r == resource)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Counters and rules stay meaningful even if a holder panicked.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The shared fault and counter state.
+#[derive(Debug)]
+pub(crate) struct Faults {
+    counters: Mutex<BTreeMap<(String, String), u64>>,
+    rules: Mutex<Vec<Fault>>,
+    latency: Mutex<Duration>,
+    expire_next_watch: AtomicBool,
+    close_watches: tokio::sync::watch::Sender<u64>,
+}
+
+impl Faults {
+    pub(crate) fn new() -> Self {
+        Faults {
+            counters: Mutex::new(BTreeMap::new()),
+            rules: Mutex::new(Vec::new()),
+            latency: Mutex::new(Duration::ZERO),
+            expire_next_watch: AtomicBool::new(false),
+            close_watches: tokio::sync::watch::Sender::new(0),
+        }
+    }
+
+    pub(crate) fn count(&self, verb: &str, resource: &str) -> u64 {
+        lock(&self.counters)
+            .get(&(verb.to_owned(), resource.to_owned()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub(crate) fn counts(&self) -> BTreeMap<(String, String), u64> {
+        lock(&self.counters).clone()
+    }
+
+    pub(crate) fn reset_counts(&self) {
+        lock(&self.counters).clear();
+    }
+
+    pub(crate) fn add(&self, fault: Fault) {
+        lock(&self.rules).push(fault);
+    }
+
+    pub(crate) fn set_latency(&self, latency: Duration) {
+        *lock(&self.latency) = latency;
+    }
+
+    pub(crate) fn expire_next_watch(&self) {
+        self.expire_next_watch.store(true, Ordering::SeqCst);
+    }
+
+    pub(crate) fn take_expire_next_watch(&self) -> bool {
+        self.expire_next_watch.swap(false, Ordering::SeqCst)
+    }
+
+    pub(crate) fn close_watches(&self) {
+        self.close_watches
+            .send_modify(|generation| *generation += 1);
+    }
+
+    pub(crate) fn watch_closer(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.close_watches.subscribe()
+    }
+
+    fn take_fault(&self, verb: &str, resource: &str) -> Option<u16> {
+        let mut rules = lock(&self.rules);
+        let position = rules
+            .iter()
+            .position(|f| f.times > 0 && f.matches(verb, resource))?;
+        let rule = &mut rules[position];
+        rule.times -= 1;
+        let status = rule.status;
+        if rule.times == 0 {
+            rules.remove(position);
+        }
+        Some(status)
+    }
+}
+
+/// The (verb, resource) a request counts as, in the API server's audit vocabulary.
+pub(crate) fn classify(method: &Method, uri: &Uri) -> (String, String) {
+    let Some(target) = path::parse(uri.path()) else {
+        return (method.as_str().to_lowercase(), uri.path().to_owned());
+    };
+    let resource = match &target.subresource {
+        Some(sub) => format!("{}/{sub}", target.resource.plural),
+        None => target.resource.plural.to_owned(),
+    };
+    let named = target.name.is_some();
+    let verb = match *method {
+        Method::GET if named => "get",
+        Method::GET if Query::parse(uri.query()).flag("watch") => "watch",
+        Method::GET => "list",
+        Method::POST => "create",
+        Method::PUT => "update",
+        Method::PATCH => "patch",
+        Method::DELETE if named => "delete",
+        Method::DELETE => "deletecollection",
+        _ => return (method.as_str().to_lowercase(), resource),
+    };
+    (verb.to_owned(), resource)
+}
+
+/// Counts the request, applies latency and injected failures, then runs the handler.
+pub(crate) async fn middleware(
+    State(state): State<ClusterState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (verb, resource) = classify(request.method(), request.uri());
+    *lock(&state.faults.counters)
+        .entry((verb.clone(), resource.clone()))
+        .or_default() += 1;
+    let latency = *lock(&state.faults.latency);
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    if let Some(status) = state.faults.take_fault(&verb, &resource) {
+        return ApiError::injected(status).into_response();
+    }
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_requests_like_the_audit_log() {
+        let cases = [
+            (
+                Method::GET,
+                "/apis/batch/v1/namespaces/d/jobs",
+                ("list", "jobs"),
+            ),
+            (
+                Method::GET,
+                "/apis/batch/v1/namespaces/d/jobs?watch=true",
+                ("watch", "jobs"),
+            ),
+            (
+                Method::GET,
+                "/apis/batch/v1/namespaces/d/jobs/x",
+                ("get", "jobs"),
+            ),
+            (
+                Method::PUT,
+                "/apis/batch/v1/namespaces/d/jobs/x/status",
+                ("update", "jobs/status"),
+            ),
+            (
+                Method::DELETE,
+                "/api/v1/namespaces/d/pods",
+                ("deletecollection", "pods"),
+            ),
+            (Method::GET, "/version", ("get", "/version")),
+        ];
+        for (method, uri, (verb, resource)) in cases {
+            let uri: Uri = uri.parse().expect("uri");
+            assert_eq!(
+                classify(&method, &uri),
+                (verb.to_owned(), resource.to_owned()),
+                "{uri}"
+            );
+        }
+    }
+
+    #[test]
+    fn fault_rules_are_used_up() {
+        let faults = Faults::new();
+        faults.add(Fault::new("create", "jobs", 503, 2));
+        assert_eq!(faults.take_fault("get", "jobs"), None);
+        assert_eq!(faults.take_fault("create", "jobs"), Some(503));
+        assert_eq!(faults.take_fault("create", "jobs"), Some(503));
+        assert_eq!(faults.take_fault("create", "jobs"), None);
+    }
+}

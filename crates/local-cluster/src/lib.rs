@@ -1,0 +1,36 @@
+//! `toolforge-local-cluster`: a Kubernetes-API-compatible cluster that runs in-process, for tests, as the
+//! embedded default of toolforge-jobs, and as a development cluster that real kubectl can use (SPEC §10).
+//!
+//! Part 1 is the API machinery: an HTTP server ([`api`]) over one object [`Store`] with a global
+//! resourceVersion, the registry operations ([`ops`], [`delete`]) with their validation and defaulting, watches,
+//! and the garbage collector ([`gc`]). Controllers and the kubelet come later and will subscribe to
+//! [`Store::subscribe`].
+//!
+//! Start with [`LocalCluster::start`] (tests) or [`serve`] (the `local-cluster` command).
+
+mod api;
+mod cluster;
+mod decode;
+mod defaults;
+mod delete;
+mod events_view;
+mod faults;
+mod gc;
+mod meta;
+mod ops;
+mod patch;
+mod persist;
+mod protobuf;
+mod quantity;
+mod resources;
+mod selector;
+mod status;
+mod store;
+mod validation;
+
+pub use cluster::{ClusterError, LocalCluster, Options, ServeOptions, serve};
+pub use faults::Fault;
+pub use resources::{Propagation, RESOURCES, ResourceType, by_kind, find};
+pub use selector::{FieldSelector, LabelSelector};
+pub use status::{ApiError, FieldError, FieldErrorKind};
+pub use store::{Change, EventType, Store};

@@ -1,0 +1,608 @@
+//! Validation of objects on create and update (reference §2): names, labels, and the per-type rules for Pods,
+//! Jobs, CronJobs, Deployments and ReplicaSets, including the immutable fields. Pure functions returning the
+//! list of field errors; the caller turns them into a 422 Invalid.
+
+use serde_json::{Value, json};
+
+use crate::meta;
+use crate::resources::ResourceType;
+use crate::selector::LabelSelector;
+use crate::status::FieldError;
+
+const SUBDOMAIN_REGEX: &str = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const LABEL_REGEX: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+
+fn is_label_chars(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !text.starts_with('-')
+        && !text.ends_with('-')
+}
+
+/// A label value: empty, or alphanumerics with `-_.` inside, at most 63 characters.
+pub(crate) fn is_label_value(text: &str) -> bool {
+    text.is_empty()
+        || (text.len() <= 63
+            && text
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            && text.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && text.ends_with(|c: char| c.is_ascii_alphanumeric()))
+}
+
+fn subdomain_errors(field: &str, value: &str) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if value.len() > 253 {
+        errors.push(FieldError::invalid(
+            field,
+            &json!(value),
+            "must be no more than 253 characters",
+        ));
+    }
+    if !value.split('.').all(is_label_chars) {
+        errors.push(FieldError::invalid(field, &json!(value), format!(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '{SUBDOMAIN_REGEX}')"
+        )));
+    }
+    errors
+}
+
+fn label_name_errors(field: &str, value: &str) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if value.len() > 63 {
+        errors.push(FieldError::invalid(
+            field,
+            &json!(value),
+            "must be no more than 63 characters",
+        ));
+    }
+    if value.contains('.') {
+        errors.push(FieldError::invalid(
+            field,
+            &json!(value),
+            "must not contain dots",
+        ));
+    } else if !is_label_chars(value) {
+        errors.push(FieldError::invalid(field, &json!(value), format!(
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '{LABEL_REGEX}')"
+        )));
+    }
+    errors
+}
+
+fn labels_errors(field: &str, labels: Option<&Value>) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    for (key, value) in labels.and_then(Value::as_object).into_iter().flatten() {
+        let text = value.as_str().unwrap_or_default();
+        if text.len() > 63 {
+            errors.push(FieldError::invalid(
+                field,
+                value,
+                "must be no more than 63 characters",
+            ));
+        } else if !is_label_value(text) {
+            errors.push(FieldError::invalid(field, value, "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"));
+        }
+        if key.is_empty() || key.len() > 316 {
+            errors.push(FieldError::invalid(
+                field,
+                &json!(key),
+                "name part must be non-empty",
+            ));
+        }
+    }
+    errors
+}
+
+/// Errors of a new object (create), `name` being the final name.
+pub(crate) fn validate_create(resource: &ResourceType, object: &Value) -> Vec<FieldError> {
+    let mut errors = metadata(resource, object);
+    if resource.plural == "cronjobs" {
+        let name = meta::name(object);
+        if name.len() > 52 {
+            errors.push(FieldError::invalid(
+                "metadata.name",
+                &json!(name),
+                "must be no more than 52 characters",
+            ));
+        }
+    }
+    errors.extend(spec(resource, object));
+    if resource.plural == "jobs"
+        && meta::at(object, &["spec", "manualSelector"]) != Some(&json!(true))
+    {
+        let generated =
+            json!({"matchLabels": {"batch.kubernetes.io/controller-uid": meta::uid(object)}});
+        let selector = meta::at(object, &["spec", "selector"]).unwrap_or(&Value::Null);
+        if *selector != generated {
+            errors.push(FieldError::invalid(
+                "spec.selector",
+                selector,
+                "`selector` not auto-generated",
+            ));
+        }
+    }
+    errors
+}
+
+/// Errors of an update from `old` to `new`: full validation plus the immutability rules.
+pub(crate) fn validate_update(
+    resource: &ResourceType,
+    old: &Value,
+    new: &Value,
+) -> Vec<FieldError> {
+    let mut errors = metadata(resource, new);
+    errors.extend(spec(resource, new));
+    let immutable: &[&str] = match resource.plural {
+        "jobs" => &[
+            "template",
+            "selector",
+            "completionMode",
+            "podFailurePolicy",
+            "backoffLimitPerIndex",
+            "managedBy",
+            "successPolicy",
+        ],
+        "deployments" | "replicasets" => &["selector"],
+        _ => &[],
+    };
+    for field in immutable {
+        let before = meta::at(old, &["spec", field]);
+        let after = meta::at(new, &["spec", field]);
+        if before != after {
+            errors.push(FieldError::invalid(
+                format!("spec.{field}"),
+                after.unwrap_or(&Value::Null),
+                "field is immutable",
+            ));
+        }
+    }
+    if resource.plural == "jobs" {
+        let indexed = meta::str_at(new, &["spec", "completionMode"]) == Some("Indexed");
+        let before = meta::at(old, &["spec", "completions"]);
+        let after = meta::at(new, &["spec", "completions"]);
+        if !indexed && before != after {
+            errors.push(FieldError::invalid(
+                "spec.completions",
+                after.unwrap_or(&Value::Null),
+                "field is immutable",
+            ));
+        }
+    }
+    errors
+}
+
+fn metadata(resource: &ResourceType, object: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let name = meta::name(object);
+    if name.is_empty() {
+        errors.push(FieldError::required(
+            "metadata.name",
+            "name or generateName is required",
+        ));
+    } else if matches!(resource.plural, "namespaces" | "services") {
+        errors.extend(label_name_errors("metadata.name", name));
+    } else {
+        errors.extend(subdomain_errors("metadata.name", name));
+    }
+    if resource.namespaced && meta::namespace(object).is_empty() {
+        errors.push(FieldError::required("metadata.namespace", ""));
+    }
+    errors.extend(labels_errors(
+        "metadata.labels",
+        meta::at(object, &["metadata", "labels"]),
+    ));
+    errors
+}
+
+fn spec(resource: &ResourceType, object: &Value) -> Vec<FieldError> {
+    let spec = object.get("spec").unwrap_or(&Value::Null);
+    match resource.plural {
+        "pods" => pod_spec("spec", spec, &["Always", "OnFailure", "Never"]),
+        "jobs" => job_spec("spec", spec, true),
+        "cronjobs" => cronjob_spec(spec),
+        "deployments" | "replicasets" => replicated_spec(spec),
+        _ => Vec::new(),
+    }
+}
+
+fn non_negative(errors: &mut Vec<FieldError>, prefix: &str, spec: &Value, fields: &[&str]) {
+    for field in fields {
+        if let Some(value) = spec.get(field).and_then(Value::as_i64)
+            && value < 0
+        {
+            errors.push(FieldError::invalid(
+                format!("{prefix}.{field}"),
+                &json!(value),
+                "must be greater than or equal to 0",
+            ));
+        }
+    }
+}
+
+fn pod_spec(prefix: &str, spec: &Value, allowed_restart: &[&'static str]) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let restart = spec
+        .get("restartPolicy")
+        .and_then(Value::as_str)
+        .unwrap_or("Always");
+    if allowed_restart == ["OnFailure", "Never"] && restart == "Always" {
+        errors.push(FieldError::required(
+            format!("{prefix}.restartPolicy"),
+            "valid values: \"OnFailure\", \"Never\"",
+        ));
+    } else if !allowed_restart.contains(&restart) {
+        errors.push(FieldError::not_supported(
+            format!("{prefix}.restartPolicy"),
+            &json!(restart),
+            allowed_restart,
+        ));
+    }
+    let containers = spec
+        .get("containers")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    if containers.is_empty() {
+        errors.push(FieldError::required(format!("{prefix}.containers"), ""));
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, container) in containers.iter().enumerate() {
+        let path = format!("{prefix}.containers[{i}]");
+        let name = container
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if name.is_empty() {
+            errors.push(FieldError::required(format!("{path}.name"), ""));
+        } else if seen.contains(&name) {
+            errors.push(FieldError::duplicate(format!("{path}.name"), &json!(name)));
+        } else {
+            errors.extend(label_name_errors(&format!("{path}.name"), name));
+        }
+        seen.push(name);
+        if container
+            .get("image")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .is_empty()
+        {
+            errors.push(FieldError::required(format!("{path}.image"), ""));
+        }
+    }
+    errors
+}
+
+fn template_errors(
+    prefix: &str,
+    spec: &Value,
+    allowed_restart: &[&'static str],
+) -> Vec<FieldError> {
+    let template = spec.get("template").unwrap_or(&Value::Null);
+    let mut errors = labels_errors(
+        &format!("{prefix}.template.metadata.labels"),
+        meta::at(template, &["metadata", "labels"]),
+    );
+    errors.extend(pod_spec(
+        &format!("{prefix}.template.spec"),
+        template.get("spec").unwrap_or(&Value::Null),
+        allowed_restart,
+    ));
+    errors
+}
+
+fn selector_matches_template(prefix: &str, spec: &Value, errors: &mut Vec<FieldError>) {
+    let Some(selector) = spec.get("selector").and_then(LabelSelector::from_object) else {
+        errors.push(FieldError::required(format!("{prefix}.selector"), ""));
+        return;
+    };
+    let template = spec.get("template").unwrap_or(&Value::Null);
+    if !selector.matches(template) {
+        let labels = meta::at(template, &["metadata", "labels"]).unwrap_or(&Value::Null);
+        errors.push(FieldError::invalid(
+            format!("{prefix}.template.metadata.labels"),
+            labels,
+            "`selector` does not match template `labels`",
+        ));
+    }
+}
+
+fn job_spec(prefix: &str, spec: &Value, selector_required: bool) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    non_negative(
+        &mut errors,
+        prefix,
+        spec,
+        &[
+            "parallelism",
+            "completions",
+            "activeDeadlineSeconds",
+            "backoffLimit",
+            "ttlSecondsAfterFinished",
+        ],
+    );
+    let allowed: &[&'static str] = if spec.get("podFailurePolicy").is_some_and(|p| !p.is_null()) {
+        &["Never"]
+    } else {
+        &["OnFailure", "Never"]
+    };
+    errors.extend(template_errors(prefix, spec, allowed));
+    if selector_required {
+        selector_matches_template(prefix, spec, &mut errors);
+    }
+    errors
+}
+
+fn cronjob_spec(spec: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    match spec.get("schedule").and_then(Value::as_str) {
+        None | Some("") => errors.push(FieldError::required("spec.schedule", "")),
+        Some(schedule) => {
+            if let Err(why) = check_schedule(schedule) {
+                errors.push(FieldError::invalid("spec.schedule", &json!(schedule), why));
+            }
+        }
+    }
+    if let Some(zone) = spec.get("timeZone").and_then(Value::as_str)
+        && (zone.is_empty() || zone == "Local" || zone.contains(' '))
+    {
+        errors.push(FieldError::invalid(
+            "spec.timeZone",
+            &json!(zone),
+            format!("unknown time zone {zone}"),
+        ));
+    }
+    if let Some(policy) = spec.get("concurrencyPolicy").and_then(Value::as_str)
+        && !["Allow", "Forbid", "Replace"].contains(&policy)
+    {
+        errors.push(FieldError::not_supported(
+            "spec.concurrencyPolicy",
+            &json!(policy),
+            &["Allow", "Forbid", "Replace"],
+        ));
+    }
+    non_negative(
+        &mut errors,
+        "spec",
+        spec,
+        &[
+            "startingDeadlineSeconds",
+            "successfulJobsHistoryLimit",
+            "failedJobsHistoryLimit",
+        ],
+    );
+    let job_spec_value = meta::at(spec, &["jobTemplate", "spec"]).unwrap_or(&Value::Null);
+    if let Some(selector) = job_spec_value.get("selector").filter(|s| !s.is_null()) {
+        errors.push(FieldError::invalid(
+            "spec.jobTemplate.spec.selector",
+            selector,
+            "`selector` will be auto-generated",
+        ));
+    }
+    if job_spec_value.get("manualSelector") == Some(&json!(true)) {
+        errors.push(FieldError::not_supported(
+            "spec.jobTemplate.spec.manualSelector",
+            &json!(true),
+            &["nil", "false"],
+        ));
+    }
+    errors.extend(job_spec("spec.jobTemplate.spec", job_spec_value, false));
+    errors
+}
+
+/// The 5-field cron syntax (with names and steps) or an `@` descriptor; `TZ=` prefixes are refused.
+fn check_schedule(schedule: &str) -> Result<(), String> {
+    if schedule.starts_with("TZ=") || schedule.starts_with("CRON_TZ=") {
+        return Err("cannot use TZ or CRON_TZ in schedule, use timeZone field instead".to_owned());
+    }
+    if let Some(descriptor) = schedule.strip_prefix('@') {
+        return match descriptor {
+            "yearly" | "annually" | "monthly" | "weekly" | "daily" | "midnight" | "hourly" => {
+                Ok(())
+            }
+            every if every.starts_with("every ") => Ok(()),
+            _ => Err(format!("unrecognized descriptor: {schedule}")),
+        };
+    }
+    let fields: Vec<&str> = schedule.split_whitespace().collect();
+    if fields.len() != 5 {
+        return Err(format!(
+            "expected exactly 5 fields, found {}: {schedule}",
+            fields.len()
+        ));
+    }
+    for field in fields {
+        if !field
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "*,/-?".contains(c))
+        {
+            return Err(format!("failed to parse int from {field}"));
+        }
+    }
+    Ok(())
+}
+
+fn replicated_spec(spec: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    non_negative(
+        &mut errors,
+        "spec",
+        spec,
+        &[
+            "replicas",
+            "minReadySeconds",
+            "revisionHistoryLimit",
+            "progressDeadlineSeconds",
+        ],
+    );
+    if let Some(selector) = spec.get("selector")
+        && LabelSelector::from_object(selector).is_some_and(|s| s.is_empty())
+    {
+        errors.push(FieldError::invalid(
+            "spec.selector",
+            selector,
+            "empty selector is invalid for deployment",
+        ));
+    }
+    selector_matches_template("spec", spec, &mut errors);
+    let template_spec = meta::at(spec, &["template", "spec"]).unwrap_or(&Value::Null);
+    if template_spec
+        .get("activeDeadlineSeconds")
+        .is_some_and(|v| !v.is_null())
+    {
+        errors.push(FieldError::forbidden(
+            "spec.template.spec.activeDeadlineSeconds",
+            "activeDeadlineSeconds in ReplicaSet is not Supported",
+        ));
+    }
+    errors.extend(template_errors("spec", spec, &["Always"]));
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::defaults;
+    use crate::resources::find;
+
+    fn messages(errors: &[FieldError]) -> Vec<String> {
+        errors
+            .iter()
+            .map(|e| format!("{}: {}", e.field, e.body()))
+            .collect()
+    }
+
+    fn job(restart: &str) -> Value {
+        let mut job = json!({"metadata": {"name": "j", "namespace": "default", "uid": "u"}, "spec": {"template": {"spec": {
+            "restartPolicy": restart, "containers": [{"name": "c", "image": "busybox"}]}}}});
+        let jobs = find("batch", "v1", "jobs").expect("served");
+        defaults::apply(jobs, &mut job);
+        defaults::prepare_create(jobs, &mut job);
+        job
+    }
+
+    #[test]
+    fn job_restart_policy_must_be_on_failure_or_never() {
+        let jobs = find("batch", "v1", "jobs").expect("served");
+        assert!(validate_create(jobs, &job("Never")).is_empty());
+        assert_eq!(
+            messages(&validate_create(jobs, &job("Always"))),
+            [
+                "spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\""
+            ]
+        );
+        assert_eq!(
+            messages(&validate_create(jobs, &job("Sometimes"))),
+            [
+                "spec.template.spec.restartPolicy: Unsupported value: \"Sometimes\": supported values: \"OnFailure\", \"Never\""
+            ]
+        );
+    }
+
+    #[test]
+    fn job_template_is_immutable_but_parallelism_is_not() {
+        let jobs = find("batch", "v1", "jobs").expect("served");
+        let old = job("Never");
+        let mut new = old.clone();
+        new["spec"]["parallelism"] = json!(3);
+        assert!(validate_update(jobs, &old, &new).is_empty());
+        new["spec"]["template"]["spec"]["containers"][0]["image"] = json!("other");
+        let errors = validate_update(jobs, &old, &new);
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].field, "spec.template");
+        assert!(errors[0].body().ends_with("field is immutable"));
+    }
+
+    #[test]
+    fn job_selectors_must_be_generated_unless_manual() {
+        let jobs = find("batch", "v1", "jobs").expect("served");
+        let mut job = json!({"metadata": {"name": "j", "namespace": "d", "uid": "u"}, "spec": {
+            "selector": {"matchLabels": {"x": "y"}},
+            "template": {"metadata": {"labels": {"x": "y"}}, "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}}}});
+        defaults::prepare_create(jobs, &mut job);
+        let found = messages(&validate_create(jobs, &job));
+        assert_eq!(
+            found,
+            [
+                "spec.selector: Invalid value: {\"matchLabels\":{\"x\":\"y\"}}: `selector` not auto-generated"
+            ]
+        );
+        job["spec"]["manualSelector"] = json!(true);
+        assert!(validate_create(jobs, &job).is_empty());
+    }
+
+    #[test]
+    fn long_job_names_fail_on_the_generated_labels() {
+        let jobs = find("batch", "v1", "jobs").expect("served");
+        let mut long = json!({"metadata": {"name": "a".repeat(64), "namespace": "d", "uid": "u"}, "spec": {"template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}}}});
+        defaults::prepare_create(jobs, &mut long);
+        let errors = validate_create(jobs, &long);
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.body().contains("must be no more than 63 characters")),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn cronjob_names_are_limited_to_52_and_schedules_are_checked() {
+        let cronjobs = find("batch", "v1", "cronjobs").expect("served");
+        let mut cronjob = json!({"metadata": {"name": "c".repeat(53), "namespace": "d"}, "spec": {"schedule": "not a schedule",
+            "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}}}}}});
+        defaults::apply(cronjobs, &mut cronjob);
+        let found = messages(&validate_create(cronjobs, &cronjob));
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found[0].starts_with("metadata.name: Invalid value: \"ccc"));
+        assert!(found[0].ends_with("must be no more than 52 characters"));
+        assert!(found[1].starts_with("spec.schedule: Invalid value: \"not a schedule\""));
+    }
+
+    #[test]
+    fn deployment_selector_must_match_and_is_immutable() {
+        let deployments = find("apps", "v1", "deployments").expect("served");
+        let mut deployment = json!({"metadata": {"name": "d", "namespace": "n"}, "spec": {"selector": {"matchLabels": {"app": "a"}},
+            "template": {"metadata": {"labels": {"app": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+        defaults::apply(deployments, &mut deployment);
+        let found = messages(&validate_create(deployments, &deployment));
+        assert_eq!(
+            found,
+            [
+                "spec.template.metadata.labels: Invalid value: {\"app\":\"b\"}: `selector` does not match template `labels`"
+            ]
+        );
+        deployment["spec"]["template"]["metadata"]["labels"]["app"] = json!("a");
+        assert!(validate_create(deployments, &deployment).is_empty());
+        let mut changed = deployment.clone();
+        changed["spec"]["selector"]["matchLabels"]["app"] = json!("z");
+        changed["spec"]["template"]["metadata"]["labels"]["app"] = json!("z");
+        assert_eq!(
+            validate_update(deployments, &deployment, &changed)[0].field,
+            "spec.selector"
+        );
+    }
+
+    #[test]
+    fn names_must_be_subdomains_and_namespaces_labels() {
+        assert!(subdomain_errors("f", "a.b-c").is_empty());
+        assert!(!subdomain_errors("f", "A").is_empty());
+        assert!(label_name_errors("f", "abc-1").is_empty());
+        assert_eq!(
+            label_name_errors("f", "a.b")[0].body(),
+            "Invalid value: \"a.b\": must not contain dots"
+        );
+        let pods = find("", "v1", "pods").expect("served");
+        let found = messages(&validate_create(
+            pods,
+            &json!({"metadata": {"name": "Bad", "namespace": "n"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}),
+        ));
+        assert!(
+            found[0].starts_with(
+                "metadata.name: Invalid value: \"Bad\": a lowercase RFC 1123 subdomain"
+            ),
+            "{found:?}"
+        );
+    }
+}

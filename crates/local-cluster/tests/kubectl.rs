@@ -1,0 +1,429 @@
+//! Real kubectl against the local cluster: the default `kubectl` on PATH, and 1.27 and 1.33 from the gcloud SDK.
+//! Each run uses a fresh `--cache-dir`, so discovery and OpenAPI are fetched from this server every time. A
+//! missing kubectl fails the test: these tests are the proof that real clients accept the server.
+
+#![expect(
+    clippy::too_many_lines,
+    reason = "the scenario reads top to bottom like a kubectl session"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+use toolforge_local_cluster::{LocalCluster, Options};
+
+const SDK: &str = "/usr/lib/google-cloud-sdk/bin";
+
+struct Kubectl {
+    binary: PathBuf,
+    directory: tempfile::TempDir,
+    kubeconfig: PathBuf,
+    runs: AtomicUsize,
+}
+
+struct Output {
+    success: bool,
+    stdout: String,
+    stderr: String,
+}
+
+impl Kubectl {
+    fn new(binary: &str, cluster: &LocalCluster) -> Self {
+        let binary = PathBuf::from(binary);
+        let directory = tempfile::tempdir().expect("temp dir");
+        let kubeconfig = directory.path().join("kubeconfig");
+        cluster
+            .write_kubeconfig(&kubeconfig)
+            .expect("kubeconfig written");
+        Kubectl {
+            binary,
+            directory,
+            kubeconfig,
+            runs: AtomicUsize::new(0),
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let run = self.runs.fetch_add(1, Ordering::SeqCst);
+        let cache = self.directory.path().join(format!("cache-{run}"));
+        let mut command = Command::new(&self.binary);
+        command
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(&cache)
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        command
+    }
+
+    async fn run(&self, args: &[&str]) -> Output {
+        let output = tokio::time::timeout(Duration::from_secs(60), self.command(args).output())
+            .await
+            .unwrap_or_else(|_| panic!("kubectl {args:?} timed out"))
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot run {}: {e}; kubectl must be installed for these tests",
+                    self.binary.display()
+                )
+            });
+        Output {
+            success: output.status.success(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    async fn ok(&self, args: &[&str]) -> String {
+        let output = self.run(args).await;
+        assert!(
+            output.success,
+            "kubectl {args:?} failed:\nstdout: {}\nstderr: {}",
+            output.stdout, output.stderr
+        );
+        output.stdout
+    }
+
+    fn file(&self, name: &str, content: &str) -> String {
+        let path = self.directory.path().join(name);
+        std::fs::write(&path, content).expect("manifest written");
+        path.display().to_string()
+    }
+}
+
+fn job_manifest(parallelism: u32, label: &str) -> String {
+    format!(
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: hello\n  labels:\n    owner: {label}\nspec:\n  parallelism: {parallelism}\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: main\n        image: busybox\n        command: [echo, hi]\n"
+    )
+}
+
+async fn get_watch_sees_new_rows(kubectl: &Kubectl, configmaps: &Api<ConfigMap>) {
+    let mut child = kubectl
+        .command(&["get", "configmaps", "-w"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", kubectl.binary.display()));
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let header = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("header in time")
+        .expect("read")
+        .expect("a line");
+    assert!(
+        header.starts_with("NAME") && header.contains("DATA") && header.contains("AGE"),
+        "{header}"
+    );
+    let watched: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "watched"}, "data": {"k": "v"}}))
+            .expect("valid");
+    configmaps
+        .create(&PostParams::default(), &watched)
+        .await
+        .expect("created");
+    loop {
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("row in time")
+            .expect("read")
+            .expect("a line");
+        if line.starts_with("watched") {
+            assert!(
+                line.split_whitespace().nth(1) == Some("1"),
+                "DATA column: {line}"
+            );
+            break;
+        }
+    }
+    child.kill().await.expect("killed");
+}
+
+async fn wait_for_delete(cluster: &LocalCluster, kubectl: &Kubectl, configmaps: &Api<ConfigMap>) {
+    let held: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}),
+    )
+    .expect("valid");
+    configmaps
+        .create(&PostParams::default(), &held)
+        .await
+        .expect("created");
+    kubectl
+        .ok(&["delete", "configmap", "held", "--wait=false"])
+        .await;
+    let waiting = kubectl
+        .command(&["wait", "--for=delete", "configmap/held", "--timeout=30s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output();
+    let watches = cluster.request_count("watch", "configmaps");
+    let release = async {
+        // Release only once kubectl watches, so that it sees the deletion happen rather than find it done.
+        let watching = async {
+            while cluster.request_count("watch", "configmaps") == watches {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        // Bounded: if kubectl never watches, it times out and the assertions below say so.
+        let _ = tokio::time::timeout(Duration::from_secs(30), watching).await;
+        configmaps
+            .patch(
+                "held",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+            )
+            .await
+            .expect("finalizer removed");
+    };
+    let (output, ()) = tokio::join!(waiting, release);
+    let output = output.expect("kubectl wait ran");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "wait failed: {stdout} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("configmap/held condition met"), "{stdout}");
+}
+
+async fn scenario(binary: &str) {
+    let cluster = LocalCluster::start(Options::default())
+        .await
+        .expect("cluster starts");
+    let kubectl = Kubectl::new(binary, &cluster);
+    let client = cluster.client().expect("client");
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(client);
+
+    let manifest = kubectl.file("job.yaml", &job_manifest(1, "a"));
+    assert_eq!(
+        kubectl.ok(&["apply", "-f", &manifest]).await.trim(),
+        "job.batch/hello created"
+    );
+    assert_eq!(
+        kubectl.ok(&["apply", "-f", &manifest]).await.trim(),
+        "job.batch/hello unchanged"
+    );
+    let openapi =
+        cluster.request_count("get", "/openapi/v3") + cluster.request_count("get", "/openapi/v2");
+    assert!(
+        openapi > 0,
+        "apply ran with kubectl's default validation, which reads OpenAPI"
+    );
+
+    let table = kubectl.ok(&["get", "jobs"]).await;
+    let header: Vec<&str> = table
+        .lines()
+        .next()
+        .expect("header")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"],
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .nth(1)
+            .is_some_and(|row| row.starts_with("hello")
+                && row.contains("Running")
+                && row.contains("0/1")),
+        "{table}"
+    );
+    let wide = kubectl.ok(&["get", "job", "hello", "-o", "wide"]).await;
+    assert!(
+        wide.contains("CONTAINERS") && wide.contains("busybox"),
+        "{wide}"
+    );
+
+    let changed = kubectl.file("job2.yaml", &job_manifest(2, "b"));
+    assert_eq!(
+        kubectl.ok(&["apply", "-f", &changed]).await.trim(),
+        "job.batch/hello configured"
+    );
+    let live = jobs.get("hello").await.expect("job");
+    assert_eq!(live.spec.as_ref().and_then(|s| s.parallelism), Some(2));
+    assert_eq!(
+        live.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("owner"))
+            .map(String::as_str),
+        Some("b")
+    );
+    let stored = serde_json::to_string(&live).expect("serialises");
+    assert!(
+        !stored.contains("$setElementOrder") && !stored.contains("$patch"),
+        "directives are never stored"
+    );
+
+    let immutable = kubectl.file(
+        "job3.yaml",
+        &job_manifest(2, "b").replace("echo, hi", "echo, bye"),
+    );
+    let refused = kubectl.run(&["apply", "-f", &immutable]).await;
+    assert!(!refused.success);
+    assert!(
+        refused.stderr.contains("field is immutable"),
+        "{}",
+        refused.stderr
+    );
+
+    let configmap = kubectl.file(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: \"1\"\n",
+    );
+    assert_eq!(
+        kubectl
+            .ok(&["apply", "--server-side", "-f", &configmap])
+            .await
+            .trim(),
+        "configmap/ssa serverside-applied"
+    );
+    assert_eq!(
+        configmaps.get("ssa").await.expect("cm").data,
+        Some([("a".to_owned(), "1".to_owned())].into())
+    );
+
+    let yaml = kubectl.ok(&["get", "job", "hello", "-o", "yaml"]).await;
+    assert!(
+        yaml.contains("backoffLimit: 6") && yaml.contains("uid:"),
+        "{yaml}"
+    );
+    let described = kubectl.ok(&["describe", "job", "hello"]).await;
+    assert!(
+        described.contains("Name:") && described.contains("hello") && described.contains("busybox"),
+        "{described}"
+    );
+
+    // kubectl's generator commands send protobuf bodies.
+    assert_eq!(
+        kubectl.ok(&["create", "namespace", "scratch"]).await.trim(),
+        "namespace/scratch created"
+    );
+    let created = kubectl
+        .ok(&[
+            "create",
+            "configmap",
+            "literal",
+            "--from-literal=a=b",
+            "-n",
+            "scratch",
+        ])
+        .await;
+    assert_eq!(created.trim(), "configmap/literal created");
+    let literal: Api<ConfigMap> = Api::namespaced(cluster.client().expect("client"), "scratch");
+    assert_eq!(
+        literal.get("literal").await.expect("cm").data,
+        Some([("a".to_owned(), "b".to_owned())].into())
+    );
+
+    get_watch_sees_new_rows(&kubectl, &configmaps).await;
+
+    assert_eq!(
+        kubectl
+            .ok(&["delete", "job", "hello", "--cascade=foreground"])
+            .await
+            .trim(),
+        "job.batch \"hello\" deleted"
+    );
+    assert!(jobs.get_opt("hello").await.expect("get").is_none());
+    let missing = kubectl.run(&["delete", "job", "hello"]).await;
+    assert!(!missing.success);
+    assert!(
+        missing
+            .stderr
+            .contains("Error from server (NotFound): jobs.batch \"hello\" not found"),
+        "{}",
+        missing.stderr
+    );
+
+    wait_for_delete(&cluster, &kubectl, &configmaps).await;
+
+    let names = kubectl.ok(&["get", "all", "-o", "name"]).await;
+    assert!(!names.contains("job.batch/hello"), "{names}");
+    cluster.shutdown().await.expect("clean shutdown");
+}
+
+fn sdk(version: &str) -> String {
+    Path::new(SDK)
+        .join(format!("kubectl.{version}"))
+        .display()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_kubectl_gets_applies_watches_deletes_and_waits() {
+    scenario("kubectl").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_27_gets_applies_watches_deletes_and_waits() {
+    scenario(&sdk("1.27")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_33_gets_applies_watches_deletes_and_waits() {
+    scenario(&sdk("1.33")).await;
+}
+
+/// The core of the scenario for the versions between the two ends, which differ in discovery (v2beta1 until
+/// 1.29) and OpenAPI (v3 from 1.29).
+async fn short_scenario(binary: String) {
+    let cluster = LocalCluster::start(Options::default())
+        .await
+        .expect("cluster starts");
+    let kubectl = Kubectl::new(&binary, &cluster);
+    let manifest = kubectl.file("job.yaml", &job_manifest(1, "a"));
+    assert_eq!(
+        kubectl.ok(&["apply", "-f", &manifest]).await.trim(),
+        "job.batch/hello created",
+        "{binary}"
+    );
+    let table = kubectl.ok(&["get", "jobs"]).await;
+    assert!(
+        table.starts_with("NAME") && table.contains("COMPLETIONS"),
+        "{binary}: {table}"
+    );
+    let changed = kubectl.file("job2.yaml", &job_manifest(2, "b"));
+    assert_eq!(
+        kubectl.ok(&["apply", "-f", &changed]).await.trim(),
+        "job.batch/hello configured",
+        "{binary}"
+    );
+    let configmap = kubectl.file(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\n",
+    );
+    assert_eq!(
+        kubectl
+            .ok(&["apply", "--server-side", "-f", &configmap])
+            .await
+            .trim(),
+        "configmap/ssa serverside-applied"
+    );
+    assert_eq!(
+        kubectl.ok(&["delete", "job", "hello"]).await.trim(),
+        "job.batch \"hello\" deleted",
+        "{binary}"
+    );
+    cluster.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_28_to_1_32_apply_get_and_delete() {
+    let runs = ["1.28", "1.29", "1.30", "1.31", "1.32"].map(|version| short_scenario(sdk(version)));
+    futures::future::join_all(runs).await;
+}

@@ -1,0 +1,24 @@
+//! Diagnostic logging with `tracing`, behind `-v` and `RUST_LOG`; logs go to stderr.
+//!
+//! Logs are for understanding what the program does, not for results: those go through the printer.
+
+use tracing_subscriber::EnvFilter;
+
+/// Installs the global subscriber: `RUST_LOG` when set, otherwise a level from the number of `-v` flags.
+pub fn init(verbosity: u8, color: bool) {
+    let default_level = match verbosity {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
+    // A second initialisation (only possible in tests that call `run` twice) keeps the first subscriber.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(color)
+        .with_target(false)
+        .try_init();
+}

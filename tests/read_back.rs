@@ -193,3 +193,65 @@ fn incomplete_objects_are_errors_not_panics() {
     let error = render::read_back(&object, &context()).unwrap_err();
     assert_eq!(error.to_string(), "Deployment `x` has no spec");
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+    /// Live objects come from the cluster, where anyone may have edited them: any shape reads back or fails
+    /// cleanly.
+    #[test]
+    fn any_hand_edited_object_reads_back_without_panicking(
+        kind in proptest::sample::select(vec!["Job", "CronJob", "Deployment"]),
+        words in proptest::collection::vec(".{0,40}", 0..5),
+        version in proptest::option::of("[0-9]"),
+        filelog in proptest::option::of("yes|no|"),
+        memory in proptest::option::of("[0-9.]{1,8}(Mi|Gi|m|k|e3|)"),
+        cpu in proptest::option::of("[0-9.]{1,6}(m|)"),
+        port in proptest::option::of(-5i32..70_000),
+        backoff in proptest::option::of(-3i32..10),
+        image in "[a-z0-9./:@-]{1,40}",
+    ) {
+        let mut labels = serde_json::Map::new();
+        if let Some(version) = version {
+            labels.insert("app.kubernetes.io/version".into(), version.into());
+        }
+        if let Some(filelog) = filelog {
+            labels.insert("jobs.toolforge.org/filelog".into(), filelog.into());
+        }
+        let mut resources = serde_json::Map::new();
+        if let Some(memory) = memory {
+            resources.insert("memory".into(), memory.into());
+        }
+        if let Some(cpu) = cpu {
+            resources.insert("cpu".into(), cpu.into());
+        }
+        let mut container = serde_json::json!({
+            "name": "job",
+            "image": image,
+            "command": words,
+            "resources": {"limits": resources.clone(), "requests": resources},
+        });
+        if let Some(port) = port {
+            container["ports"] = serde_json::json!([{"containerPort": port}]);
+            container["startupProbe"] = serde_json::json!({"exec": {"command": words}});
+        }
+        let pod = serde_json::json!({"spec": {"containers": [container]}});
+        let mut job_spec = serde_json::json!({"template": pod});
+        if let Some(backoff) = backoff {
+            job_spec["backoffLimit"] = backoff.into();
+        }
+        let spec = match kind {
+            "Job" => job_spec,
+            "CronJob" => serde_json::json!({"schedule": "* * * * *", "jobTemplate": {"spec": job_spec}}),
+            _ => serde_json::json!({"selector": {}, "template": pod}),
+        };
+        let value = serde_json::json!({
+            "kind": kind,
+            "metadata": {"name": "x", "labels": labels},
+            "spec": spec,
+        });
+        if let Ok(object) = LiveObject::from_json(value) {
+            let _ = render::read_back(&object, &context());
+        }
+    }
+}

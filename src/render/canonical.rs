@@ -297,7 +297,7 @@ pub(crate) fn absolute_in(home: &str, path: &str) -> String {
 }
 
 /// The command as rendering and read-back agree on it; see [`CanonicalJob::command`].
-pub(crate) fn canonical_command(
+fn canonical_command(
     command: &str,
     build_service: bool,
     filelog: bool,
@@ -340,7 +340,7 @@ fn default_quantity(text: &str) -> Quantity {
     Quantity::parse(text).expect("default quantities are valid")
 }
 
-pub(crate) fn emails_name(emails: Emails) -> &'static str {
+fn emails_name(emails: Emails) -> &'static str {
     match emails {
         Emails::None => "none",
         Emails::All => "all",

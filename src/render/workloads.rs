@@ -17,10 +17,12 @@ use crate::render::pod;
 pub const TTL_SECONDS_AFTER_FINISHED: i32 = 30;
 /// A CronJob run that cannot start within this many seconds of its time is skipped.
 pub const STARTING_DEADLINE_SECONDS: i64 = 30;
+/// A rollout without progress for this many seconds is reported as failed (`ProgressDeadlineExceeded`).
 pub const PROGRESS_DEADLINE_SECONDS: i32 = 600;
 
-/// What every top-level object of a job carries besides its kind-specific annotations.
+/// What every top-level object of a job carries besides its labels and kind-specific annotations.
 pub(crate) struct Metadata {
+    /// Our hash and fingerprint annotations.
     pub annotations: BTreeMap<String, String>,
 }
 
@@ -46,6 +48,7 @@ impl Metadata {
     }
 }
 
+/// The Job of a one-off job.
 pub(crate) fn job(
     job: &CanonicalJob,
     context: &RenderContext,
@@ -59,6 +62,7 @@ pub(crate) fn job(
     }
 }
 
+/// The CronJob of a scheduled job; its Jobs get the same spec as a one-off's.
 pub(crate) fn cron_job(
     job: &CanonicalJob,
     context: &RenderContext,
@@ -107,6 +111,7 @@ fn job_spec(job: &CanonicalJob, template: PodTemplateSpec) -> JobSpec {
     }
 }
 
+/// The Deployment of a continuous job or webservice.
 pub(crate) fn deployment(
     job: &CanonicalJob,
     context: &RenderContext,

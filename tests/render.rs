@@ -197,3 +197,38 @@ fn the_local_cluster_context_uses_its_home_and_uid() {
         Some(1000)
     );
 }
+
+#[test]
+fn only_top_level_objects_are_inventory_members() {
+    // kubectl's ApplySet prune deletes labelled objects missing from the set: Jobs spawned by a CronJob and pods
+    // must never carry the membership labels.
+    let rendered = render::objects(&job_named("myjob"), &context()).unwrap();
+    let Workload::CronJob(cron_job) = &rendered.workload else {
+        panic!("expected a CronJob");
+    };
+    let is_member = |labels: &std::collections::BTreeMap<String, String>| {
+        labels.contains_key("applyset.kubernetes.io/part-of")
+            || labels.contains_key("jobs.toolforge.org/inventory")
+    };
+    assert!(is_member(cron_job.metadata.labels.as_ref().unwrap()));
+    let job_template = &cron_job.spec.as_ref().unwrap().job_template;
+    assert!(!is_member(
+        job_template
+            .metadata
+            .as_ref()
+            .unwrap()
+            .labels
+            .as_ref()
+            .unwrap()
+    ));
+    let pod_template = &job_template.spec.as_ref().unwrap().template;
+    assert!(!is_member(
+        pod_template
+            .metadata
+            .as_ref()
+            .unwrap()
+            .labels
+            .as_ref()
+            .unwrap()
+    ));
+}

@@ -10,3 +10,4 @@
 pub mod cli;
 pub mod config;
 pub mod output;
+pub mod render;

@@ -1,0 +1,141 @@
+//! `render`: a validated job → the Kubernetes objects upstream's jobs-api would create for it, plus our own
+//! annotations and labels (SPEC §4); and back: live objects → jobs ([`read_back`]).
+//!
+//! The second stage of the pipeline (config → render → plan → apply/wait). Everything here is pure: the caller
+//! passes a [`RenderContext`] holding the tool, its home and uid, the image table, cluster defaults, the inventory
+//! the objects belong to and the already-read trigger files. Nothing here talks to the cluster; the plan compares
+//! what [`objects`] returns with what [`read_back`] makes of the live objects.
+//!
+//! Start at [`objects`]. The steps: [`canonical`] resolves defaults into a [`CanonicalJob`], whose hash and
+//! [`fingerprint`] become annotations; `pod` and `workloads` build the objects from it. [`inventory`] is the
+//! model of the inventory ConfigMap (SPEC §6).
+
+pub mod canonical;
+pub mod command;
+pub mod context;
+mod digest;
+pub mod fingerprint;
+mod image;
+pub mod inventory;
+pub mod labels;
+pub mod limits;
+pub mod pod;
+mod quantities;
+pub mod read_back;
+pub mod shell;
+pub mod workloads;
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
+use k8s_openapi::api::core::v1::Service;
+
+use crate::config::Job;
+
+pub use canonical::{CanonicalJob, Difference, Kind, canonical, desired_hash};
+pub use context::{Membership, RenderContext, UidLookup};
+pub use fingerprint::{TriggerFile, TriggerFiles, fingerprint, read_trigger_files, trigger_digest};
+pub use read_back::{LiveObject, LiveObjectError, ReadBack, read_back};
+
+/// The workload object of a job: one per job, named after it.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one value per job, built once and moved; boxing would only add indirection"
+)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum Workload {
+    Job(KubeJob),
+    CronJob(CronJob),
+    Deployment(Deployment),
+}
+
+/// Everything rendering produces for one job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    pub workload: Workload,
+    /// The `ClusterIP` Service of a continuous job with a port.
+    pub service: Option<Service>,
+    pub canonical: CanonicalJob,
+    /// SHA-256 of the canonical job: equal hashes mean equal objects.
+    pub desired_hash: String,
+    /// The desired hash together with the triggers: a one-off runs again when this changes.
+    pub fingerprint: String,
+}
+
+/// Why a job cannot be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error("job `{job}`: no such image `{image}`")]
+    UnknownImage { job: String, image: String },
+    #[error("job `{job}`: `{field}` cannot be split into words")]
+    Command {
+        job: String,
+        field: &'static str,
+        #[source]
+        source: shell::SplitError,
+    },
+    #[error("job `{job}`: the files of `trigger-files` pattern `{pattern}` were not read")]
+    TriggerFilesNotRead { job: String, pattern: String },
+}
+
+/// Renders the objects of `job` in `context`.
+pub fn objects(job: &Job, context: &RenderContext) -> Result<Rendered, RenderError> {
+    let canonical = canonical(job, context)?;
+    let desired_hash = desired_hash(&canonical);
+    let mut files = Vec::new();
+    for pattern in &job.trigger_files {
+        let matched = context.trigger_files.matched_by(pattern).ok_or_else(|| {
+            RenderError::TriggerFilesNotRead {
+                job: job.name.clone(),
+                pattern: pattern.clone(),
+            }
+        })?;
+        files.extend(matched);
+    }
+    let triggers = trigger_digest(job.trigger.as_deref(), &files);
+    let fingerprint = fingerprint(&desired_hash, triggers.as_deref());
+
+    let metadata = workloads::Metadata {
+        annotations: BTreeMap::from([
+            (labels::DESIRED_HASH.to_owned(), desired_hash.clone()),
+            (labels::FINGERPRINT.to_owned(), fingerprint.clone()),
+        ]),
+    };
+    let workload = match canonical.kind {
+        Kind::OneOff => Workload::Job(workloads::job(
+            &canonical,
+            context,
+            &metadata,
+            pod::template(&canonical, context, "Never", BTreeMap::new())?,
+        )),
+        Kind::Scheduled => Workload::CronJob(workloads::cron_job(
+            &canonical,
+            context,
+            &metadata,
+            pod::template(&canonical, context, "Never", BTreeMap::new())?,
+        )),
+        Kind::Continuous | Kind::Webservice => {
+            // Only the triggers, not the whole fingerprint: scaling must not restart the pods, a new trigger must.
+            let template_annotations = triggers
+                .iter()
+                .map(|digest| (labels::TRIGGERS.to_owned(), digest.clone()))
+                .collect();
+            Workload::Deployment(workloads::deployment(
+                &canonical,
+                context,
+                &metadata,
+                pod::template(&canonical, context, "Always", template_annotations)?,
+            ))
+        }
+    };
+    let service = workloads::service(&canonical, context, &metadata);
+    Ok(Rendered {
+        workload,
+        service,
+        canonical,
+        desired_hash,
+        fingerprint,
+    })
+}

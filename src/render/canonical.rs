@@ -558,8 +558,11 @@ mod tests {
 
     #[test]
     fn images_missing_from_the_cluster_table_cannot_be_rendered() {
-        let error =
-            canonical(&job("name: bot\ncommand: x\nimage: python9.9"), &context()).unwrap_err();
+        // The loader knows the image from its bundled table; the cluster's table no longer has it.
+        let mut bot = job("name: bot\ncommand: x\nimage: python3.11");
+        bot.image = "python9.9".to_owned();
+        bot.image_name = crate::config::image::ImageName::Prebuilt("python9.9".to_owned());
+        let error = canonical(&bot, &context()).unwrap_err();
         assert_eq!(error.to_string(), "job `bot`: no such image `python9.9`");
     }
 

@@ -248,8 +248,15 @@ fn duplicate_name(item: &Node, name: &str, source: &SourceFile, first_offset: us
 }
 
 fn syntax_problem(text: &str, error: &yaml11::Error) -> Problem {
-    let start = error.span.start.offset.min(text.len());
-    let end = error.span.end.offset.clamp(start, text.len());
+    // At the end of the file the place to fix is where the unclosed construct began (an opening quote or
+    // bracket), which the parser names as the context, as PyYAML does.
+    let at_end_of_file = error.span.start.offset >= text.trim_end().len();
+    let span = match &error.context {
+        Some((_, context_span)) if at_end_of_file => *context_span,
+        _ => error.span,
+    };
+    let start = span.start.offset.min(text.len());
+    let end = span.end.offset.clamp(start, text.len());
     let line_start = text[..start].rfind('\n').map_or(0, |newline| newline + 1);
     let line_end = text[start..]
         .find('\n')
@@ -265,7 +272,11 @@ fn syntax_problem(text: &str, error: &yaml11::Error) -> Problem {
         start..end,
         format!("invalid YAML: {message}"),
     )
-    .with_label("here")
+    .with_label(if at_end_of_file && error.context.is_some() {
+        "opened here and never closed"
+    } else {
+        "here"
+    })
     .with_optional_help(help.map(str::to_owned))
 }
 

@@ -366,6 +366,21 @@ impl Composer<'_, '_> {
             Scan::TabNotAllowed | Scan::TabInBlockIndentation | Scan::TabInIndentation => {
                 next_token('\t')
             }
+            // granit reports this at the start of the plain scalar the tab ends; PyYAML ends the scalar there
+            // and then fails at the tab itself, which is what a user has to fix.
+            Scan::TabInPlainScalar => {
+                let from = self.mark(error.marker()).offset.min(self.source.len());
+                let tab = self.source[from..]
+                    .find('\t')
+                    .map_or(from, |offset| from + offset);
+                let at = Span::point(crate::span::mark_at(self.source, tab));
+                Error::new(
+                    ErrorKind::Syntax,
+                    "found character '\\t' that cannot start any token",
+                    at,
+                )
+                .with_context("while scanning for the next token", at)
+            }
             Scan::MappingValueNotAllowed => {
                 Error::new(ErrorKind::Syntax, "mapping values are not allowed here", at)
             }

@@ -9,6 +9,7 @@
 //! Start with [`LocalCluster::start`] (tests) or [`serve`] (the `local-cluster` command).
 
 mod api;
+mod apply;
 mod cluster;
 mod decode;
 mod defaults;

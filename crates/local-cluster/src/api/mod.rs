@@ -9,6 +9,7 @@ mod pages;
 pub(crate) mod path;
 pub(crate) mod query;
 mod resource;
+mod scale;
 mod table;
 mod watch;
 

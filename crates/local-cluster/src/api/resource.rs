@@ -11,10 +11,10 @@ use super::ClusterState;
 use super::negotiate::Representation;
 use super::path::{self, Target};
 use super::query::Query;
-use super::watch;
+use super::{scale, watch};
 use crate::delete::{self, DeleteOptions, Deleted};
 use crate::meta;
-use crate::ops::{self, Part, WriteOptions, Written};
+use crate::ops::{self, Part, Written};
 use crate::patch::PatchType;
 use crate::protobuf::{self, ProtobufError};
 use crate::resources::ResourceType;
@@ -56,7 +56,7 @@ fn dispatch(
         None => Part::Main,
         Some("status") if resource.has_status => Part::Status,
         Some("scale") if resource.has_scale => {
-            return scale(state, method, target, query, headers, body);
+            return scale::serve(state, method, target, query, headers, body);
         }
         Some(_) => return Err(ApiError::path_not_found()),
     };
@@ -238,7 +238,7 @@ fn list(
     Ok(ok(&representation.list(resource, list), &[]))
 }
 
-fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
+pub(super) fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -272,7 +272,7 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
     }
 }
 
-fn patch_type(headers: &HeaderMap) -> Result<PatchType, ApiError> {
+pub(super) fn patch_type(headers: &HeaderMap) -> Result<PatchType, ApiError> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -281,7 +281,7 @@ fn patch_type(headers: &HeaderMap) -> Result<PatchType, ApiError> {
         .ok_or_else(|| ApiError::unsupported_media_type(&PatchType::ACCEPTED))
 }
 
-fn ok(body: &Value, warnings: &[String]) -> Response {
+pub(super) fn ok(body: &Value, warnings: &[String]) -> Response {
     respond(StatusCode::OK, body, warnings)
 }
 
@@ -327,106 +327,4 @@ fn delete_response(resource: &ResourceType, deleted: Deleted) -> Response {
         }
         Deleted::Gone(object) | Deleted::Pending(object) => ok(&resource.present(object), &[]),
     }
-}
-
-/// `autoscaling/v1` Scale view of a Deployment or ReplicaSet.
-fn scale_of(object: &Value) -> Value {
-    let selector = crate::selector::LabelSelector::from_object(
-        meta::at(object, &["spec", "selector"]).unwrap_or(&Value::Null),
-    );
-    let selector_text: Vec<String> = meta::at(object, &["spec", "selector", "matchLabels"])
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-        .collect();
-    let mut metadata = json!({});
-    for field in [
-        "name",
-        "namespace",
-        "uid",
-        "resourceVersion",
-        "creationTimestamp",
-    ] {
-        if let Some(value) = meta::at(object, &["metadata", field]) {
-            metadata[field] = value.clone();
-        }
-    }
-    json!({
-        "kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": metadata,
-        "spec": {"replicas": meta::at(object, &["spec", "replicas"]).cloned().unwrap_or(json!(0))},
-        "status": {"replicas": meta::at(object, &["status", "replicas"]).cloned().unwrap_or(json!(0)),
-            "selector": if selector.is_some() { selector_text.join(",") } else { String::new() }},
-    })
-}
-
-fn scale(
-    state: &ClusterState,
-    method: &Method,
-    target: &Target,
-    query: &Query,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<Response, ApiError> {
-    let resource = target.resource;
-    let namespace = target.namespace.as_deref().unwrap_or_default();
-    let Some(name) = target.name.as_deref() else {
-        return Err(ApiError::path_not_found());
-    };
-    let current = ops::get(&state.store, resource, namespace, name)?;
-    let desired = match *method {
-        Method::GET => return Ok(ok(&scale_of(&current), &[])),
-        Method::PUT => parse_body(headers, body)?,
-        Method::PATCH => {
-            let mut scale = scale_of(&current);
-            match patch_type(headers)? {
-                PatchType::Json => crate::patch::json_patch(&mut scale, body)?,
-                PatchType::Merge => crate::patch::merge_patch(
-                    &mut scale,
-                    &serde_json::from_slice(body)
-                        .map_err(|e| ApiError::bad_request(e.to_string()))?,
-                ),
-                PatchType::Strategic | PatchType::Apply => {
-                    crate::patch::strategic_merge(
-                        &mut scale,
-                        &serde_json::from_slice(body)
-                            .map_err(|e| ApiError::bad_request(e.to_string()))?,
-                    )?;
-                }
-            }
-            scale
-        }
-        _ => {
-            return Err(ApiError::method_not_allowed(
-                &method.as_str().to_lowercase(),
-                resource,
-            ));
-        }
-    };
-    let Some(replicas) = meta::at(&desired, &["spec", "replicas"]).and_then(Value::as_i64) else {
-        return Err(ApiError::invalid(
-            resource,
-            name,
-            &[FieldError::required("spec.replicas", "")],
-        ));
-    };
-    let mut merge = json!({"spec": {"replicas": replicas}});
-    if let Some(rv) = meta::resource_version(&desired) {
-        merge["metadata"] = json!({"resourceVersion": rv});
-    }
-    let options = WriteOptions {
-        field_validation: crate::decode::FieldValidation::Ignore,
-        ..query.write_options()?
-    };
-    let written = ops::patch(
-        &state.store,
-        resource,
-        namespace,
-        name,
-        PatchType::Merge,
-        merge.to_string().as_bytes(),
-        Part::Main,
-        &options,
-    )?;
-    Ok(ok(&scale_of(&written.object), &[]))
 }

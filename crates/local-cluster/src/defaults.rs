@@ -35,6 +35,7 @@ pub(crate) fn prepare_create(resource: &ResourceType, object: &mut Value) {
     match resource.plural {
         "jobs" => job_selector(object),
         "pods" => {
+            admit_pod(map_at(object, &["spec"]));
             let qos = qos_class(object.get("spec").unwrap_or(&Value::Null));
             let status = map_at(object, &["status"]);
             status.clear();
@@ -67,6 +68,31 @@ pub(crate) fn prepare_create(resource: &ResourceType, object: &mut Value) {
             meta::set_at(object, &["status"], json!({}));
         }
         _ => {}
+    }
+}
+
+/// What the admission plugins of a real cluster add to every pod (`ServiceAccount`, `Priority`,
+/// `DefaultTolerationSeconds`); the service-account token volume is left out.
+fn admit_pod(spec: &mut Map<String, Value>) {
+    default(spec, "serviceAccountName", json!("default"));
+    let account = spec
+        .get("serviceAccountName")
+        .cloned()
+        .unwrap_or(json!("default"));
+    default(spec, "serviceAccount", account);
+    default(spec, "enableServiceLinks", json!(true));
+    default(spec, "priority", json!(0));
+    default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
+    let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
+    if let Some(list) = tolerations.as_array_mut() {
+        for key in [
+            "node.kubernetes.io/not-ready",
+            "node.kubernetes.io/unreachable",
+        ] {
+            if !list.iter().any(|t| t.get("key") == Some(&json!(key))) {
+                list.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
+            }
+        }
     }
 }
 

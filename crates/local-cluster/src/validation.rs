@@ -151,7 +151,10 @@ pub(crate) fn validate_update(
     for field in immutable {
         let before = meta::at(old, &["spec", field]);
         let after = meta::at(new, &["spec", field]);
-        if before != after {
+        let allowed = *field == "template"
+            && suspended_and_never_started(old)
+            && scheduling_only(before, after);
+        if before != after && !allowed {
             errors.push(FieldError::invalid(
                 format!("spec.{field}"),
                 after.unwrap_or(&Value::Null),
@@ -172,6 +175,31 @@ pub(crate) fn validate_update(
         }
     }
     errors
+}
+
+/// A suspended Job that never started may still change where its pods would be scheduled.
+fn suspended_and_never_started(job: &Value) -> bool {
+    meta::at(job, &["spec", "suspend"]) == Some(&json!(true))
+        && meta::at(job, &["status", "startTime"]).is_none_or(Value::is_null)
+}
+
+/// Whether two pod templates differ only in the fields a suspended Job may change.
+fn scheduling_only(before: Option<&Value>, after: Option<&Value>) -> bool {
+    let strip = |template: Option<&Value>| {
+        let mut template = template.cloned().unwrap_or(Value::Null);
+        for path in [
+            &["metadata", "labels"][..],
+            &["metadata", "annotations"],
+            &["spec", "nodeSelector"],
+            &["spec", "tolerations"],
+            &["spec", "schedulingGates"],
+            &["spec", "affinity", "nodeAffinity"],
+        ] {
+            meta::remove_at(&mut template, path);
+        }
+        template
+    };
+    strip(before) == strip(after)
 }
 
 fn metadata(resource: &ResourceType, object: &Value) -> Vec<FieldError> {
@@ -530,6 +558,23 @@ mod tests {
         );
         job["spec"]["manualSelector"] = json!(true);
         assert!(validate_create(jobs, &job).is_empty());
+    }
+
+    #[test]
+    fn suspended_jobs_that_never_started_may_change_scheduling_fields() {
+        let jobs = find("batch", "v1", "jobs").expect("served");
+        let mut old = job("Never");
+        old["spec"]["suspend"] = json!(true);
+        let mut new = old.clone();
+        new["spec"]["template"]["spec"]["nodeSelector"] = json!({"disk": "ssd"});
+        assert!(validate_update(jobs, &old, &new).is_empty());
+        new["spec"]["template"]["spec"]["containers"][0]["image"] = json!("other");
+        assert_eq!(validate_update(jobs, &old, &new).len(), 1);
+        let mut started = old.clone();
+        started["status"] = json!({"startTime": "2026-01-01T00:00:00Z"});
+        let mut moved = started.clone();
+        moved["spec"]["template"]["spec"]["nodeSelector"] = json!({"disk": "ssd"});
+        assert_eq!(validate_update(jobs, &started, &moved).len(), 1);
     }
 
     #[test]

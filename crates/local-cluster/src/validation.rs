@@ -373,7 +373,7 @@ fn cronjob_spec(spec: &Value) -> Vec<FieldError> {
         }
     }
     if let Some(zone) = spec.get("timeZone").and_then(Value::as_str)
-        && (zone.is_empty() || zone == "Local" || zone.contains(' '))
+        && (zone.is_empty() || zone == "Local" || jiff::tz::TimeZone::get(zone).is_err())
     {
         errors.push(FieldError::invalid(
             "spec.timeZone",
@@ -603,6 +603,15 @@ mod tests {
         assert!(found[0].starts_with("metadata.name: Invalid value: \"ccc"));
         assert!(found[0].ends_with("must be no more than 52 characters"));
         assert!(found[1].starts_with("spec.schedule: Invalid value: \"not a schedule\""));
+        cronjob["metadata"]["name"] = json!("ok");
+        cronjob["spec"]["schedule"] = json!("*/5 * * * *");
+        cronjob["spec"]["timeZone"] = json!("Europe/Berlin");
+        assert!(validate_create(cronjobs, &cronjob).is_empty());
+        cronjob["spec"]["timeZone"] = json!("Mars/Olympus");
+        assert_eq!(
+            messages(&validate_create(cronjobs, &cronjob)),
+            ["spec.timeZone: Invalid value: \"Mars/Olympus\": unknown time zone Mars/Olympus"]
+        );
     }
 
     #[test]

@@ -24,6 +24,7 @@ mod persist;
 mod protobuf;
 mod quantity;
 mod resources;
+mod schedule;
 mod selector;
 mod status;
 mod store;

@@ -424,31 +424,7 @@ fn check_schedule(schedule: &str) -> Result<(), String> {
     if schedule.starts_with("TZ=") || schedule.starts_with("CRON_TZ=") {
         return Err("cannot use TZ or CRON_TZ in schedule, use timeZone field instead".to_owned());
     }
-    if let Some(descriptor) = schedule.strip_prefix('@') {
-        return match descriptor {
-            "yearly" | "annually" | "monthly" | "weekly" | "daily" | "midnight" | "hourly" => {
-                Ok(())
-            }
-            every if every.starts_with("every ") => Ok(()),
-            _ => Err(format!("unrecognized descriptor: {schedule}")),
-        };
-    }
-    let fields: Vec<&str> = schedule.split_whitespace().collect();
-    if fields.len() != 5 {
-        return Err(format!(
-            "expected exactly 5 fields, found {}: {schedule}",
-            fields.len()
-        ));
-    }
-    for field in fields {
-        if !field
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "*,/-?".contains(c))
-        {
-            return Err(format!("failed to parse int from {field}"));
-        }
-    }
-    Ok(())
+    crate::schedule::check(schedule)
 }
 
 fn replicated_spec(spec: &Value) -> Vec<FieldError> {
@@ -607,6 +583,12 @@ mod tests {
         cronjob["spec"]["schedule"] = json!("*/5 * * * *");
         cronjob["spec"]["timeZone"] = json!("Europe/Berlin");
         assert!(validate_create(cronjobs, &cronjob).is_empty());
+        cronjob["spec"]["schedule"] = json!("TZ=UTC * * * * *");
+        assert!(
+            messages(&validate_create(cronjobs, &cronjob))[0]
+                .ends_with("cannot use TZ or CRON_TZ in schedule, use timeZone field instead")
+        );
+        cronjob["spec"]["schedule"] = json!("*/5 * * * *");
         cronjob["spec"]["timeZone"] = json!("Mars/Olympus");
         assert_eq!(
             messages(&validate_create(cronjobs, &cronjob)),

@@ -169,6 +169,15 @@ pub(crate) fn delete_in(
     }
     let mut object = current.clone();
     if resource.plural == "namespaces" {
+        if matches!(key.name.as_str(), "default" | "kube-system" | "kube-public") {
+            let mut error = ApiError::forbidden(format!(
+                "namespaces \"{}\" is forbidden: this namespace may not be deleted",
+                key.name
+            ));
+            error.details.insert("name".into(), json!(key.name));
+            error.details.insert("kind".into(), json!("namespaces"));
+            return Err(error);
+        }
         return Ok(Deleted::Pending(start_deletion(
             s,
             resource,

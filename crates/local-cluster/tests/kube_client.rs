@@ -974,6 +974,19 @@ async fn deleting_a_namespace_deletes_its_contents_and_refuses_new_ones() {
         .create(&PostParams::default(), &held)
         .await
         .expect("created");
+    let protected = api_error(
+        namespaces
+            .delete("default", &DeleteParams::default())
+            .await
+            .expect_err("protected"),
+    );
+    assert_eq!(
+        (protected.code, protected.message.as_str()),
+        (
+            403,
+            "namespaces \"default\" is forbidden: this namespace may not be deleted"
+        )
+    );
     namespaces
         .delete("scratch", &DeleteParams::default())
         .await

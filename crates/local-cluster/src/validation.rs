@@ -85,13 +85,87 @@ fn labels_errors(field: &str, labels: Option<&Value>) -> Vec<FieldError> {
         } else if !is_label_value(text) {
             errors.push(FieldError::invalid(field, value, "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"));
         }
-        if key.is_empty() || key.len() > 316 {
-            errors.push(FieldError::invalid(
+        errors.extend(qualified_name_errors(field, key));
+    }
+    errors
+}
+
+const QUALIFIED_NAME: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+/// Label and annotation keys: an optional DNS subdomain prefix and `/`, then a name of at most 63 characters.
+fn qualified_name_errors(field: &str, key: &str) -> Vec<FieldError> {
+    let value = json!(key);
+    let parts: Vec<&str> = key.split('/').collect();
+    let (prefix, name) = match parts.as_slice() {
+        [name] => (None, *name),
+        [prefix, name] => (Some(*prefix), *name),
+        _ => {
+            return vec![FieldError::invalid(
                 field,
-                &json!(key),
-                "name part must be non-empty",
-            ));
+                &value,
+                format!(
+                    "a qualified name {QUALIFIED_NAME} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+                ),
+            )];
         }
+    };
+    let mut errors = Vec::new();
+    if name.is_empty() {
+        errors.push(FieldError::invalid(
+            field,
+            &value,
+            "name part must be non-empty",
+        ));
+    } else if name.len() > 63 {
+        errors.push(FieldError::invalid(
+            field,
+            &value,
+            "name part must be no more than 63 characters",
+        ));
+    } else if !(name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric()))
+    {
+        errors.push(FieldError::invalid(
+            field,
+            &value,
+            format!("name part {QUALIFIED_NAME}"),
+        ));
+    }
+    match prefix {
+        Some("") => errors.push(FieldError::invalid(
+            field,
+            &value,
+            "prefix part must be non-empty",
+        )),
+        Some(prefix) if !(prefix.len() <= 253 && prefix.split('.').all(is_label_chars)) => {
+            errors.push(FieldError::invalid(field, &value, format!(
+                "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '{SUBDOMAIN_REGEX}')"
+            )));
+        }
+        _ => {}
+    }
+    errors
+}
+
+fn annotations_errors(annotations: Option<&Value>) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let mut size = 0;
+    for (key, value) in annotations.and_then(Value::as_object).into_iter().flatten() {
+        errors.extend(qualified_name_errors(
+            "metadata.annotations",
+            &key.to_lowercase(),
+        ));
+        size += key.len() + value.as_str().map_or(0, str::len);
+    }
+    if size > 262_144 {
+        errors.push(FieldError {
+            kind: crate::status::FieldErrorKind::TooLong(262_144),
+            field: "metadata.annotations".into(),
+            detail: String::new(),
+        });
     }
     errors
 }
@@ -222,6 +296,10 @@ fn metadata(resource: &ResourceType, object: &Value) -> Vec<FieldError> {
         "metadata.labels",
         meta::at(object, &["metadata", "labels"]),
     ));
+    errors.extend(annotations_errors(meta::at(
+        object,
+        &["metadata", "annotations"],
+    )));
     errors
 }
 
@@ -617,6 +695,30 @@ mod tests {
         assert_eq!(
             validate_update(deployments, &deployment, &changed)[0].field,
             "spec.selector"
+        );
+    }
+
+    #[test]
+    fn label_and_annotation_keys_are_qualified_names() {
+        assert!(qualified_name_errors("f", "app").is_empty());
+        assert!(qualified_name_errors("f", "example.com/app-1").is_empty());
+        let bodies = |key: &str| {
+            qualified_name_errors("f", key)
+                .iter()
+                .map(FieldError::body)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(bodies("a/b/c").len(), 1);
+        assert!(
+            bodies("bad key!")[0]
+                .starts_with("Invalid value: \"bad key!\": name part must consist of")
+        );
+        assert!(bodies("Example.com/x")[0].contains("prefix part a lowercase RFC 1123 subdomain"));
+        assert!(bodies("/x")[0].ends_with("prefix part must be non-empty"));
+        let big = json!({"k": "v".repeat(262_144)});
+        assert_eq!(
+            annotations_errors(Some(&big))[0].body(),
+            "Too long: may not be more than 262144 bytes"
         );
     }
 

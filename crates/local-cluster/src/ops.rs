@@ -51,9 +51,11 @@ pub(crate) fn create(
     let object = decoded.object;
     store.write(|s| {
         let object = insert_new(s, resource, namespace, object, options)?;
+        let mut warnings = decoded.warnings;
+        warnings.extend(validation::name_warnings(resource, meta::name(&object)));
         Ok(Written {
             object,
-            warnings: decoded.warnings,
+            warnings,
             created: true,
         })
     })

@@ -170,6 +170,26 @@ fn annotations_errors(annotations: Option<&Value>) -> Vec<FieldError> {
     errors
 }
 
+/// Warnings for names that are valid but not DNS labels, for the types whose names become pod hostnames.
+pub(crate) fn name_warnings(resource: &ResourceType, name: &str) -> Vec<String> {
+    let used_as = match resource.plural {
+        "pods" => "the Pod's hostname",
+        "jobs" | "deployments" | "replicasets" => "Pod names and hostnames",
+        _ => return Vec::new(),
+    };
+    let problems: Vec<String> = label_name_errors("metadata.name", name)
+        .iter()
+        .map(|e| e.detail.clone())
+        .collect();
+    if problems.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "metadata.name: this is used in {used_as}, which can result in surprising behavior; a DNS label is recommended: [{}]",
+        problems.join(", ")
+    )]
+}
+
 /// Errors of a new object (create), `name` being the final name.
 pub(crate) fn validate_create(resource: &ResourceType, object: &Value) -> Vec<FieldError> {
     let mut errors = metadata(resource, object);
@@ -696,6 +716,19 @@ mod tests {
             validate_update(deployments, &deployment, &changed)[0].field,
             "spec.selector"
         );
+    }
+
+    #[test]
+    fn dotted_names_of_pod_owners_get_a_warning() {
+        let jobs = find("batch", "v1", "jobs").expect("served");
+        assert_eq!(
+            name_warnings(jobs, "a.b"),
+            [
+                "metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: [must not contain dots]"
+            ]
+        );
+        assert!(name_warnings(jobs, "ab").is_empty());
+        assert!(name_warnings(find("", "v1", "configmaps").expect("served"), "a.b").is_empty());
     }
 
     #[test]

@@ -1243,3 +1243,58 @@ async fn lists_are_paged_consistently_with_limit_and_continue() {
         "the watcher pages through Init, four objects and InitDone"
     );
 }
+
+#[tokio::test]
+async fn watches_from_a_future_version_wait_for_it_then_time_out() {
+    let (cluster, client) = start().await;
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(client);
+    let next = cluster.store().resource_version() + 1;
+    let mut waiting = configmaps
+        .watch(&WatchParams::default().timeout(10), &next.to_string())
+        .await
+        .expect("watch")
+        .boxed();
+    let cm = |name: &str| -> ConfigMap {
+        serde_json::from_value(json!({"metadata": {"name": name}})).expect("valid")
+    };
+    configmaps
+        .create(&PostParams::default(), &cm("reaches"))
+        .await
+        .expect("create");
+    configmaps
+        .create(&PostParams::default(), &cm("after"))
+        .await
+        .expect("create");
+    match tokio::time::timeout(Duration::from_secs(5), waiting.next())
+        .await
+        .expect("event in time")
+        .expect("open")
+        .expect("parsed")
+    {
+        WatchEvent::Added(o) => assert_eq!(
+            o.metadata.name.as_deref(),
+            Some("after"),
+            "changes after the requested version"
+        ),
+        other => panic!("expected ADDED, got {other:?}"),
+    }
+    let far = cluster.store().resource_version() + 100;
+    let started = std::time::Instant::now();
+    let mut never = configmaps
+        .watch(&WatchParams::default(), &far.to_string())
+        .await
+        .expect("200 stream")
+        .boxed();
+    match never.next().await.expect("one event").expect("parsed") {
+        WatchEvent::Error(status) => {
+            assert_eq!((status.code, status.reason.as_str()), (504, "Timeout"));
+            assert!(
+                status
+                    .message
+                    .starts_with(&format!("Too large resource version: {far}, current: "))
+            );
+        }
+        other => panic!("expected ERROR, got {other:?}"),
+    }
+    assert!(started.elapsed() >= Duration::from_secs(3));
+}

@@ -1298,3 +1298,98 @@ async fn watches_from_a_future_version_wait_for_it_then_time_out() {
     }
     assert!(started.elapsed() >= Duration::from_secs(3));
 }
+
+#[tokio::test]
+async fn the_written_kubeconfig_works_for_kube_rs() {
+    let (cluster, _) = start().await;
+    let directory = tempfile::tempdir().expect("temp dir");
+    let path = directory.path().join("kubeconfig");
+    cluster.write_kubeconfig(&path).expect("written");
+    let kubeconfig = kube::config::Kubeconfig::read_from(&path).expect("parses");
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .expect("config");
+    assert_eq!(config.default_namespace, "default");
+    let client = kube::Client::try_from(config).expect("client");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
+    assert!(
+        namespaces
+            .get_opt("kube-system")
+            .await
+            .expect("get")
+            .is_some()
+    );
+}
+
+/// Hostile or broken requests get a 4xx Status, never a crash or a 5xx.
+#[tokio::test]
+async fn malformed_requests_get_status_errors_not_crashes() {
+    let (cluster, client) = start().await;
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let bodies: [&[u8]; 7] = [
+        b"",
+        b"[]",
+        b"42",
+        b"{\"metadata\": 5}",
+        b"{\"spec\": {\"template\": []}}",
+        deep.as_bytes(),
+        b"\xff\xfe",
+    ];
+    let paths = [
+        "/api/v1/namespaces/default/pods",
+        "/apis/batch/v1/namespaces/default/jobs",
+        "/apis/batch/v1/namespaces/default/cronjobs",
+        "/apis/apps/v1/namespaces/default/deployments",
+        "/api/v1/namespaces",
+    ];
+    for path in paths {
+        for body in bodies {
+            for (method, suffix, content_type) in [
+                ("POST", "", "application/json"),
+                ("POST", "", "application/yaml"),
+                ("POST", "", "application/vnd.kubernetes.protobuf"),
+                ("PUT", "/x", "application/json"),
+                ("PATCH", "/x", "application/strategic-merge-patch+json"),
+                ("PATCH", "/x", "application/apply-patch+yaml"),
+                ("PATCH", "/x", "application/json-patch+json"),
+                ("DELETE", "/x", "application/json"),
+                ("DELETE", "", "application/json"),
+            ] {
+                let request = Request::builder()
+                    .method(method)
+                    .uri(format!("{path}{suffix}?fieldManager=fuzz"))
+                    .header("content-type", content_type)
+                    .body(body.to_vec())
+                    .expect("request");
+                match client.request_text(request).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(status)) => {
+                        assert!(
+                            (400..500).contains(&status.code),
+                            "{method} {path}{suffix} {content_type}: {status:?}"
+                        );
+                    }
+                    Err(other) => panic!("{method} {path}{suffix}: {other:?}"),
+                }
+            }
+        }
+    }
+    let jobs: Api<Job> = Api::default_namespaced(cluster.client().expect("client"));
+    jobs.create(&PostParams::default(), &job("still-alive", "Never"))
+        .await
+        .expect("the server still works");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
+    assert_eq!(
+        namespaces
+            .list(&ListParams::default())
+            .await
+            .expect("list")
+            .items
+            .len(),
+        4,
+        "namespaces cannot be deleted as a collection"
+    );
+}

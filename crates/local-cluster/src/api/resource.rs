@@ -126,7 +126,7 @@ fn dispatch(
             let deleted = delete::delete(&state.store, resource, namespace, name, &options)?;
             Ok(delete_response(resource, deleted))
         }
-        (&Method::DELETE, None) if part == Part::Main => {
+        (&Method::DELETE, None) if part == Part::Main && resource.namespaced => {
             let options = DeleteOptions::parse(body, &query.0)?;
             let filter = query.filter(resource)?;
             let list = delete::delete_collection(

@@ -559,6 +559,90 @@ fn replicated_spec(spec: &Value) -> Vec<FieldError> {
         ));
     }
     errors.extend(template_errors("spec", spec, &["Always"]));
+    errors.extend(strategy_errors(spec));
+    errors
+}
+
+/// A `maxSurge`/`maxUnavailable` value: an integer, or a percentage string, as a count out of 100 for comparison.
+fn int_or_percent(field: &str, value: Option<&Value>, errors: &mut Vec<FieldError>) -> Option<i64> {
+    match value? {
+        Value::Number(n) => n.as_i64(),
+        Value::String(text) => {
+            let percent = text.strip_suffix('%').and_then(|p| p.parse::<i64>().ok());
+            if percent.is_none() {
+                errors.push(FieldError::invalid(field, &json!(text), "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"));
+            }
+            percent
+        }
+        _ => None,
+    }
+}
+
+/// Deployment strategy rules; ReplicaSets have no strategy, so nothing is checked for them.
+fn strategy_errors(spec: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let Some(strategy) = spec.get("strategy") else {
+        return errors;
+    };
+    match strategy.get("type").and_then(Value::as_str) {
+        Some("Recreate") => {
+            if strategy.get("rollingUpdate").is_some_and(|r| !r.is_null()) {
+                errors.push(FieldError::forbidden(
+                    "spec.strategy.rollingUpdate",
+                    "may not be specified when strategy `type` is 'Recreate'",
+                ));
+            }
+        }
+        Some("RollingUpdate") => {
+            let surge_field = "spec.strategy.rollingUpdate.maxSurge";
+            let unavailable_field = "spec.strategy.rollingUpdate.maxUnavailable";
+            let surge = int_or_percent(
+                surge_field,
+                meta::at(strategy, &["rollingUpdate", "maxSurge"]),
+                &mut errors,
+            );
+            let unavailable = int_or_percent(
+                unavailable_field,
+                meta::at(strategy, &["rollingUpdate", "maxUnavailable"]),
+                &mut errors,
+            );
+            for (field, value) in [(surge_field, surge), (unavailable_field, unavailable)] {
+                if let Some(v) = value.filter(|v| *v < 0) {
+                    errors.push(FieldError::invalid(
+                        field,
+                        &json!(v),
+                        "must be greater than or equal to 0",
+                    ));
+                }
+            }
+            if surge == Some(0) && unavailable == Some(0) {
+                errors.push(FieldError::invalid(
+                    unavailable_field,
+                    &json!(0),
+                    "may not be 0 when `maxSurge` is 0",
+                ));
+            }
+        }
+        other => errors.push(FieldError::not_supported(
+            "spec.strategy.type",
+            &json!(other.unwrap_or_default()),
+            &["Recreate", "RollingUpdate"],
+        )),
+    }
+    let deadline = spec.get("progressDeadlineSeconds").and_then(Value::as_i64);
+    let min_ready = spec
+        .get("minReadySeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    if let Some(deadline) = deadline
+        && deadline <= min_ready
+    {
+        errors.push(FieldError::invalid(
+            "spec.progressDeadlineSeconds",
+            &json!(deadline),
+            "must be greater than minReadySeconds",
+        ));
+    }
     errors
 }
 
@@ -752,6 +836,31 @@ mod tests {
         assert_eq!(
             annotations_errors(Some(&big))[0].body(),
             "Too long: may not be more than 262144 bytes"
+        );
+    }
+
+    #[test]
+    fn deployment_strategies_are_checked() {
+        let deployments = find("apps", "v1", "deployments").expect("served");
+        let mut deployment = json!({"metadata": {"name": "d", "namespace": "n"}, "spec": {"selector": {"matchLabels": {"app": "a"}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": "0%"}},
+            "progressDeadlineSeconds": 5, "minReadySeconds": 10,
+            "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+        defaults::apply(deployments, &mut deployment);
+        assert_eq!(
+            messages(&validate_create(deployments, &deployment)),
+            [
+                "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 0: may not be 0 when `maxSurge` is 0",
+                "spec.progressDeadlineSeconds: Invalid value: 5: must be greater than minReadySeconds",
+            ]
+        );
+        deployment["spec"]["strategy"] = json!({"type": "Recreate", "rollingUpdate": {}});
+        deployment["spec"]["progressDeadlineSeconds"] = json!(600);
+        assert_eq!(
+            messages(&validate_create(deployments, &deployment)),
+            [
+                "spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'",
+            ]
         );
     }
 

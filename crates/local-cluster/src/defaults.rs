@@ -63,6 +63,10 @@ pub(crate) fn prepare_create(resource: &ResourceType, object: &mut Value) {
             status.clear();
             status.insert("phase".into(), json!("Active"));
         }
+        // `replicas` is the one status field Go always writes.
+        "replicasets" => {
+            meta::set_at(object, &["status"], json!({"replicas": 0}));
+        }
         // Go serialises a zero status struct as `{}`, so a fresh object shows `status: {}`.
         _ if resource.has_status => {
             meta::set_at(object, &["status"], json!({}));

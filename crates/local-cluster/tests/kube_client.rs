@@ -1393,3 +1393,31 @@ async fn malformed_requests_get_status_errors_not_crashes() {
         "namespaces cannot be deleted as a collection"
     );
 }
+
+#[tokio::test]
+async fn replicasets_read_back_as_typed_objects() {
+    let (_cluster, client) = start().await;
+    let replicasets: Api<k8s_openapi::api::apps::v1::ReplicaSet> = Api::default_namespaced(client);
+    let rs = serde_json::from_value(json!({"metadata": {"name": "rs"}, "spec": {"selector": {"matchLabels": {"app": "a"}},
+        "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}}))
+    .expect("valid");
+    let created = replicasets
+        .create(&PostParams::default(), &rs)
+        .await
+        .expect("created and parsed");
+    assert_eq!(created.status.map(|s| s.replicas), Some(0));
+    replicasets
+        .replace(
+            "rs",
+            &PostParams::default(),
+            &created_again(&replicasets).await,
+        )
+        .await
+        .expect("replace round-trips");
+}
+
+async fn created_again(
+    api: &Api<k8s_openapi::api::apps::v1::ReplicaSet>,
+) -> k8s_openapi::api::apps::v1::ReplicaSet {
+    api.get("rs").await.expect("get parses")
+}

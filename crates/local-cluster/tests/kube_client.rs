@@ -1421,3 +1421,38 @@ async fn created_again(
 ) -> k8s_openapi::api::apps::v1::ReplicaSet {
     api.get("rs").await.expect("get parses")
 }
+
+#[tokio::test]
+async fn generate_name_appends_five_characters_and_names_the_job_labels() {
+    let (_cluster, client) = start().await;
+    let jobs: Api<Job> = Api::default_namespaced(client);
+    let mut generated = job("", "Never");
+    generated.metadata.name = None;
+    generated.metadata.generate_name = Some("run-".into());
+    let created = jobs
+        .create(&PostParams::default(), &generated)
+        .await
+        .expect("created");
+    let name = created.metadata.name.expect("generated name");
+    assert!(name.starts_with("run-") && name.len() == 9, "{name}");
+    let labels = created
+        .spec
+        .expect("spec")
+        .template
+        .metadata
+        .expect("metadata")
+        .labels
+        .expect("labels");
+    assert_eq!(labels.get("job-name"), Some(&name));
+    let mut nameless = job("", "Never");
+    nameless.metadata.name = None;
+    let invalid = api_error(
+        jobs.create(&PostParams::default(), &nameless)
+            .await
+            .expect_err("no name"),
+    );
+    assert_eq!(
+        invalid.message,
+        "Job.batch \"\" is invalid: metadata.name: Required value: name or generateName is required"
+    );
+}

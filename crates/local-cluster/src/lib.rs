@@ -10,6 +10,7 @@
 
 mod api;
 mod apply;
+mod bootstrap;
 mod cluster;
 mod decode;
 mod defaults;
@@ -30,7 +31,9 @@ mod status;
 mod store;
 mod validation;
 
-pub use cluster::{ClusterError, LocalCluster, Options, ServeOptions, serve};
+pub use cluster::{
+    ClusterError, IDENTITY_NAME, IDENTITY_NAMESPACE, LocalCluster, Options, ServeOptions, serve,
+};
 pub use faults::Fault;
 pub use resources::{Propagation, RESOURCES, ResourceType, by_kind, find};
 pub use selector::{FieldSelector, LabelSelector};

@@ -1456,3 +1456,28 @@ async fn generate_name_appends_five_characters_and_names_the_job_labels() {
         "Job.batch \"\" is invalid: metadata.name: Required value: name or generateName is required"
     );
 }
+
+#[tokio::test]
+async fn the_cluster_identifies_itself_in_kube_public() {
+    let directory = tempfile::tempdir().expect("temp dir");
+    let options = Options {
+        tools_home: Some(directory.path().to_owned()),
+        ..Options::default()
+    };
+    let (_cluster, client) = start_with(options).await;
+    let configmaps: Api<ConfigMap> =
+        Api::namespaced(client, toolforge_local_cluster::IDENTITY_NAMESPACE);
+    let identity = configmaps
+        .get(toolforge_local_cluster::IDENTITY_NAME)
+        .await
+        .expect("identity");
+    let data = identity.data.expect("data");
+    assert_eq!(
+        data.get("cluster").map(String::as_str),
+        Some("toolforge-local")
+    );
+    assert_eq!(
+        data.get("toolsHome"),
+        Some(&directory.path().display().to_string())
+    );
+}

@@ -419,6 +419,13 @@ async fn scenario(binary: &str) {
 
     wait_for_delete(&cluster, &kubectl, &configmaps).await;
 
+    assert_eq!(
+        kubectl
+            .ok(&["auth", "can-i", "create", "jobs"])
+            .await
+            .trim(),
+        "yes"
+    );
     let names = kubectl.ok(&["get", "all", "-o", "name"]).await;
     assert!(!names.contains("job.batch/hello"), "{names}");
     cluster.shutdown().await.expect("clean shutdown");

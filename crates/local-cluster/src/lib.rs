@@ -31,6 +31,7 @@ mod status;
 mod store;
 mod validation;
 
+pub use bootstrap::NODE_NAME;
 pub use cluster::{
     ClusterError, IDENTITY_NAME, IDENTITY_NAMESPACE, LocalCluster, Options, ServeOptions, serve,
 };

@@ -426,6 +426,18 @@ async fn scenario(binary: &str) {
             .trim(),
         "yes"
     );
+    let nodes = kubectl.ok(&["get", "nodes"]).await;
+    let row: Vec<&str> = nodes
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        (row.first(), row.get(1), row.get(2)),
+        (Some(&"local"), Some(&"Ready"), Some(&"control-plane")),
+        "{nodes}"
+    );
     let names = kubectl.ok(&["get", "all", "-o", "name"]).await;
     assert!(!names.contains("job.batch/hello"), "{names}");
     cluster.shutdown().await.expect("clean shutdown");

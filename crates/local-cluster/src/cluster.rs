@@ -91,8 +91,16 @@ impl std::error::Error for ClusterError {
 pub struct LocalCluster {
     address: SocketAddr,
     state: ClusterState,
-    server: JoinHandle<std::io::Result<()>>,
+    /// Taken by [`LocalCluster::shutdown`]; `None` afterwards.
+    server: Option<JoinHandle<std::io::Result<()>>>,
     writer: Option<JoinHandle<()>>,
+}
+
+impl Drop for LocalCluster {
+    /// A cluster dropped without [`LocalCluster::shutdown`] stops serving too (in the background).
+    fn drop(&mut self) {
+        self.state.shutdown.cancel();
+    }
 }
 
 impl LocalCluster {
@@ -132,7 +140,7 @@ impl LocalCluster {
         Ok(LocalCluster {
             address,
             state,
-            server,
+            server: Some(server),
             writer,
         })
     }
@@ -217,10 +225,13 @@ impl LocalCluster {
     }
 
     /// Stops serving: ends watches, lets in-flight requests finish, writes the state file a last time.
-    pub async fn shutdown(self) -> Result<(), ClusterError> {
+    pub async fn shutdown(mut self) -> Result<(), ClusterError> {
         self.state.shutdown.cancel();
-        let served = self.server.await;
-        if let Some(writer) = self.writer {
+        let served = match self.server.take() {
+            Some(server) => server.await,
+            None => Ok(Ok(())),
+        };
+        if let Some(writer) = self.writer.take() {
             let _ = writer.await;
         }
         match served {

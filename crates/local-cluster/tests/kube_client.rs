@@ -1481,3 +1481,17 @@ async fn the_cluster_identifies_itself_in_kube_public() {
         Some(&directory.path().display().to_string())
     );
 }
+
+#[tokio::test]
+async fn a_dropped_cluster_stops_serving() {
+    let (cluster, client) = start().await;
+    let address = cluster.address();
+    drop(cluster);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        tokio::net::TcpStream::connect(address).await.is_err(),
+        "nothing listens any more"
+    );
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
+    assert!(namespaces.get("default").await.is_err());
+}

@@ -21,6 +21,8 @@ pub(crate) struct DeleteOptions {
     pub(crate) precondition_uid: Option<String>,
     pub(crate) precondition_resource_version: Option<String>,
     pub(crate) dry_run: bool,
+    /// The deprecated `orphanDependents: false` was sent: a pending deletion answers 202 instead of 200.
+    pub(crate) accepted_status: bool,
 }
 
 impl DeleteOptions {
@@ -57,6 +59,7 @@ impl DeleteOptions {
         let mut errors = Vec::new();
         let policy = body_value.get("propagationPolicy").and_then(Value::as_str);
         let orphan = body_value.get("orphanDependents").and_then(Value::as_bool);
+        options.accepted_status = orphan == Some(false);
         if policy.is_some() && orphan.is_some() {
             errors.push(FieldError::invalid(
                 "propagationPolicy",
@@ -361,6 +364,10 @@ mod tests {
         .expect("parses");
         assert_eq!(query.propagation, Some(Propagation::Orphan));
         assert!(query.dry_run);
+        let deprecated =
+            DeleteOptions::parse(br#"{"orphanDependents":false}"#, &[]).expect("parses");
+        assert_eq!(deprecated.propagation, Some(Propagation::Background));
+        assert!(deprecated.accepted_status);
         assert_eq!(
             DeleteOptions::parse(b"{}", &[]).expect("parses"),
             DeleteOptions::default()

@@ -1500,3 +1500,27 @@ async fn a_dropped_cluster_stops_serving() {
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
     assert!(namespaces.get("default").await.is_err());
 }
+
+#[tokio::test]
+async fn deprecated_orphan_dependents_false_answers_202_while_pending() {
+    let (_cluster, client) = start().await;
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    jobs.create(&PostParams::default(), &job("held", "Never"))
+        .await
+        .expect("created");
+    jobs.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/x"]}})),
+    )
+    .await
+    .expect("finalizer");
+    let request = Request::delete("/apis/batch/v1/namespaces/default/jobs/held")
+        .header("content-type", "application/json")
+        .body(kube::client::Body::from(
+            br#"{"orphanDependents":false}"#.to_vec(),
+        ))
+        .expect("request");
+    let response = client.send(request).await.expect("sent");
+    assert_eq!(response.status().as_u16(), 202);
+}

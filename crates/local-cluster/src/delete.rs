@@ -168,7 +168,7 @@ pub(crate) fn delete_in(
     };
     check_preconditions(resource, key, &current, options)?;
     if meta::is_deleting(&current) {
-        return Ok(Deleted::Pending(current));
+        return Ok(shorten_grace(s, resource, key, current, options));
     }
     let mut object = current.clone();
     if resource.plural == "namespaces" {
@@ -235,6 +235,49 @@ pub(crate) fn delete_in(
     s.remove(resource, key)
         .map(Deleted::Gone)
         .ok_or_else(|| ApiError::not_found(resource, &key.name))
+}
+
+/// A second delete of a terminating object changes nothing, except that a pod's grace period can be shortened;
+/// at 0 (the kubelet's final delete, or `--force`) a pod without finalizers is removed.
+fn shorten_grace(
+    s: &mut Inner,
+    resource: &'static ResourceType,
+    key: &ObjectKey,
+    mut current: Value,
+    options: &DeleteOptions,
+) -> Deleted {
+    let remaining =
+        meta::at(&current, &["metadata", "deletionGracePeriodSeconds"]).and_then(Value::as_i64);
+    let Some(grace) = options
+        .grace_period
+        .filter(|g| resource.plural == "pods" && remaining.is_some_and(|r| *g < r))
+    else {
+        return Deleted::Pending(current);
+    };
+    let grace = grace.max(0);
+    let at = jiff::Timestamp::now()
+        .checked_add(jiff::SignedDuration::from_secs(grace))
+        .unwrap_or(jiff::Timestamp::MAX);
+    meta::set_at(
+        &mut current,
+        &["metadata", "deletionTimestamp"],
+        json!(meta::format_time(at)),
+    );
+    meta::set_at(
+        &mut current,
+        &["metadata", "deletionGracePeriodSeconds"],
+        json!(grace),
+    );
+    if options.dry_run {
+        return Deleted::Pending(current);
+    }
+    if grace == 0 && meta::finalizers(&current).is_empty() {
+        return match s.remove_as(resource, key, Some(current.clone())) {
+            Some(gone) => Deleted::Gone(gone),
+            None => Deleted::Pending(current),
+        };
+    }
+    Deleted::Pending(s.update(resource, current))
 }
 
 /// Marks an object as being deleted (deletionTimestamp now, grace 0 unless `adjust` says otherwise).

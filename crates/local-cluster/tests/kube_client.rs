@@ -1113,6 +1113,45 @@ async fn scheduled_pods_are_deleted_gracefully() {
         pods.get_opt("graceful").await.expect("get").is_some(),
         "the kubelet finishes graceful deletion"
     );
+    let shorter = DeleteParams {
+        grace_period_seconds: Some(5),
+        ..DeleteParams::default()
+    };
+    let shortened = pods
+        .delete("graceful", &shorter)
+        .await
+        .expect("delete")
+        .left()
+        .expect("pending");
+    assert_eq!(shortened.metadata.deletion_grace_period_seconds, Some(5));
+    let longer = DeleteParams {
+        grace_period_seconds: Some(60),
+        ..DeleteParams::default()
+    };
+    let kept = pods
+        .delete("graceful", &longer)
+        .await
+        .expect("delete")
+        .left()
+        .expect("pending");
+    assert_eq!(
+        kept.metadata.deletion_grace_period_seconds,
+        Some(5),
+        "a grace period is never lengthened"
+    );
+    pods.delete(
+        "graceful",
+        &DeleteParams {
+            grace_period_seconds: Some(0),
+            ..DeleteParams::default()
+        },
+    )
+    .await
+    .expect("final delete");
+    assert!(
+        pods.get_opt("graceful").await.expect("get").is_none(),
+        "grace 0 removes the pod"
+    );
 
     pods.create(&PostParams::default(), &pod("forever"))
         .await

@@ -20,10 +20,20 @@ pub const IDENTITY_NAME: &str = "toolforge-local-cluster";
 /// The one node of the local cluster, where its kubelet runs pods.
 pub const NODE_NAME: &str = "local";
 
+/// The architecture as Go (and so Kubernetes) names it.
+fn go_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        other => other,
+    }
+}
+
 fn node() -> serde_json::Value {
     json!({
         "metadata": {"name": NODE_NAME, "labels": {"kubernetes.io/hostname": NODE_NAME, "kubernetes.io/os": std::env::consts::OS,
-            "kubernetes.io/arch": std::env::consts::ARCH, "node-role.kubernetes.io/control-plane": ""}},
+            "kubernetes.io/arch": go_arch(), "node-role.kubernetes.io/control-plane": ""}},
         "spec": {},
     })
 }
@@ -43,7 +53,7 @@ fn node_status() -> serde_json::Value {
             "lastHeartbeatTime": now, "lastTransitionTime": now}],
         "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": NODE_NAME}],
         "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-        "nodeInfo": {"architecture": std::env::consts::ARCH, "bootID": "", "containerRuntimeVersion": "toolforge-local://0.1",
+        "nodeInfo": {"architecture": go_arch(), "bootID": "", "containerRuntimeVersion": "toolforge-local://0.1",
             "kernelVersion": "", "kubeProxyVersion": "", "kubeletVersion": "v1.33.0", "machineID": "",
             "operatingSystem": std::env::consts::OS, "osImage": "toolforge-jobs local cluster", "systemUUID": ""},
     }})

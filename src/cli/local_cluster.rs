@@ -24,6 +24,11 @@ pub struct LocalClusterArgs {
     /// Write a kubeconfig for kubectl and toolforge-jobs to this file
     #[arg(long, value_name = "FILE")]
     pub kubeconfig_out: Option<PathBuf>,
+
+    /// Directory the cluster announces as the parent of tools' home directories (in the `kube-public`
+    /// identity ConfigMap), where jobs' working directories and file logs go
+    #[arg(long, value_name = "DIR")]
+    pub tools_home: Option<PathBuf>,
 }
 
 pub(crate) async fn run(args: &LocalClusterArgs, printer: Printer) -> Result<ExitStatus, Error> {
@@ -31,6 +36,7 @@ pub(crate) async fn run(args: &LocalClusterArgs, printer: Printer) -> Result<Exi
         port: args.port,
         state_file: args.state.clone(),
         kubeconfig_out: args.kubeconfig_out.clone(),
+        tools_home: args.tools_home.clone(),
     };
     let kubeconfig = args.kubeconfig_out.clone();
     let ready = |cluster: &LocalCluster| {

@@ -35,6 +35,7 @@ pub(crate) fn prepare_create(resource: &ResourceType, object: &mut Value) {
     match resource.plural {
         "jobs" => job_selector(object),
         "pods" => {
+            admit_pod(map_at(object, &["spec"]));
             let qos = qos_class(object.get("spec").unwrap_or(&Value::Null));
             let status = map_at(object, &["status"]);
             status.clear();
@@ -62,11 +63,40 @@ pub(crate) fn prepare_create(resource: &ResourceType, object: &mut Value) {
             status.clear();
             status.insert("phase".into(), json!("Active"));
         }
+        // `replicas` is the one status field Go always writes.
+        "replicasets" => {
+            meta::set_at(object, &["status"], json!({"replicas": 0}));
+        }
         // Go serialises a zero status struct as `{}`, so a fresh object shows `status: {}`.
         _ if resource.has_status => {
             meta::set_at(object, &["status"], json!({}));
         }
         _ => {}
+    }
+}
+
+/// What the admission plugins of a real cluster add to every pod (`ServiceAccount`, `Priority`,
+/// `DefaultTolerationSeconds`); the service-account token volume is left out.
+fn admit_pod(spec: &mut Map<String, Value>) {
+    default(spec, "serviceAccountName", json!("default"));
+    let account = spec
+        .get("serviceAccountName")
+        .cloned()
+        .unwrap_or(json!("default"));
+    default(spec, "serviceAccount", account);
+    default(spec, "enableServiceLinks", json!(true));
+    default(spec, "priority", json!(0));
+    default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
+    let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
+    if let Some(list) = tolerations.as_array_mut() {
+        for key in [
+            "node.kubernetes.io/not-ready",
+            "node.kubernetes.io/unreachable",
+        ] {
+            if !list.iter().any(|t| t.get("key") == Some(&json!(key))) {
+                list.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
+            }
+        }
     }
 }
 

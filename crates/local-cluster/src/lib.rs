@@ -1,14 +1,16 @@
 //! `toolforge-local-cluster`: a Kubernetes-API-compatible cluster that runs in-process, for tests, as the
 //! embedded default of toolforge-jobs, and as a development cluster that real kubectl can use (SPEC §10).
 //!
-//! Part 1 is the API machinery: an HTTP server ([`api`]) over one object [`Store`] with a global
-//! resourceVersion, the registry operations ([`ops`], [`delete`]) with their validation and defaulting, watches,
-//! and the garbage collector ([`gc`]). Controllers and the kubelet come later and will subscribe to
-//! [`Store::subscribe`].
+//! Part 1 is the API machinery: an HTTP server (module `api`) over one object [`Store`] with a global
+//! resourceVersion, the registry operations (`ops`, `apply`, `delete`) with their validation and defaulting,
+//! watches, and the garbage collector (`gc`). Controllers and the kubelet come later and will subscribe to
+//! [`Store::subscribe`]. `docs/local-cluster.md` lists what is served and the known divergences.
 //!
 //! Start with [`LocalCluster::start`] (tests) or [`serve`] (the `local-cluster` command).
 
 mod api;
+mod apply;
+mod bootstrap;
 mod cluster;
 mod decode;
 mod defaults;
@@ -23,12 +25,16 @@ mod persist;
 mod protobuf;
 mod quantity;
 mod resources;
+mod schedule;
 mod selector;
 mod status;
 mod store;
 mod validation;
 
-pub use cluster::{ClusterError, LocalCluster, Options, ServeOptions, serve};
+pub use bootstrap::NODE_NAME;
+pub use cluster::{
+    ClusterError, IDENTITY_NAME, IDENTITY_NAMESPACE, LocalCluster, Options, ServeOptions, serve,
+};
 pub use faults::Fault;
 pub use resources::{Propagation, RESOURCES, ResourceType, by_kind, find};
 pub use selector::{FieldSelector, LabelSelector};

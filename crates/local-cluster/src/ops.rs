@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::apply;
 use crate::decode::{self, FieldValidation};
 use crate::defaults;
 use crate::meta;
@@ -50,15 +51,17 @@ pub(crate) fn create(
     let object = decoded.object;
     store.write(|s| {
         let object = insert_new(s, resource, namespace, object, options)?;
+        let mut warnings = decoded.warnings;
+        warnings.extend(validation::name_warnings(resource, meta::name(&object)));
         Ok(Written {
             object,
-            warnings: decoded.warnings,
+            warnings,
             created: true,
         })
     })
 }
 
-fn insert_new(
+pub(crate) fn insert_new(
     s: &mut Inner,
     resource: &'static ResourceType,
     namespace: Option<&str>,
@@ -264,7 +267,7 @@ pub(crate) fn patch(
     }
     let parsed: Option<Value> = match patch_type {
         PatchType::Json => None,
-        PatchType::Apply => Some(parse_apply_body(body)?),
+        PatchType::Apply => Some(apply::parse_body(body)?),
         PatchType::Merge | PatchType::Strategic => Some(
             serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
@@ -275,7 +278,7 @@ pub(crate) fn patch(
         let Some(old) = s.get(&key).cloned() else {
             return match (patch_type, parsed) {
                 (PatchType::Apply, Some(applied)) => {
-                    apply_create(s, resource, namespace, name, applied, options)
+                    apply::create(s, resource, namespace, name, applied, options)
                 }
                 _ => Err(ApiError::not_found(resource, name)),
             };
@@ -286,7 +289,7 @@ pub(crate) fn patch(
             (PatchType::Merge, Some(p)) => patch::merge_patch(&mut target, p),
             (PatchType::Strategic, Some(p)) => patch::strategic_merge(&mut target, p)?,
             (PatchType::Apply, Some(applied)) => {
-                apply_merge(s, &key, &mut target, applied, options)?;
+                apply::merge(s, &key, &mut target, applied, options)?;
             }
             _ => {}
         }
@@ -302,66 +305,6 @@ pub(crate) fn patch(
             created: false,
         })
     })
-}
-
-fn parse_apply_body(body: &[u8]) -> Result<Value, ApiError> {
-    if let Ok(value) = serde_json::from_slice::<Value>(body) {
-        return Ok(value);
-    }
-    let text = std::str::from_utf8(body)
-        .map_err(|_| ApiError::bad_request("apply patch body is not UTF-8"))?;
-    serde_saphyr::from_str::<Value>(text)
-        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
-}
-
-fn apply_create(
-    s: &mut Inner,
-    resource: &'static ResourceType,
-    namespace: &str,
-    name: &str,
-    applied: Value,
-    options: &WriteOptions,
-) -> Result<Written, ApiError> {
-    let decoded = decode::decode(resource, applied.clone(), options.field_validation)?;
-    if meta::name(&decoded.object) != name {
-        return Err(ApiError::bad_request(format!(
-            "the name of the object ({}) does not match the name on the URL ({name})",
-            meta::name(&decoded.object)
-        )));
-    }
-    let object = insert_new(s, resource, Some(namespace), decoded.object, options)?;
-    if !options.dry_run {
-        let manager = options.field_manager.clone().unwrap_or_default();
-        s.applied
-            .insert((ObjectKey::of(resource, &object), manager), applied);
-    }
-    Ok(Written {
-        object,
-        warnings: decoded.warnings,
-        created: true,
-    })
-}
-
-/// Merges an applied configuration into the live object and removes what the same manager applied before
-/// and no longer applies.
-fn apply_merge(
-    s: &Inner,
-    key: &ObjectKey,
-    target: &mut Value,
-    applied: &Value,
-    options: &WriteOptions,
-) -> Result<(), ApiError> {
-    let manager = options.field_manager.clone().unwrap_or_default();
-    if let Some(previous) = s.applied.get(&(key.clone(), manager)) {
-        for path in patch::removed_fields(previous, applied) {
-            patch::remove_path(target, &path);
-        }
-    }
-    let mut applied = applied.clone();
-    if let Some(map) = applied.as_object_mut() {
-        map.remove("status");
-    }
-    patch::strategic_merge(target, &applied)
 }
 
 /// The shared update path of PUT and PATCH, given the old and the decoded new object.

@@ -85,15 +85,109 @@ fn labels_errors(field: &str, labels: Option<&Value>) -> Vec<FieldError> {
         } else if !is_label_value(text) {
             errors.push(FieldError::invalid(field, value, "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"));
         }
-        if key.is_empty() || key.len() > 316 {
-            errors.push(FieldError::invalid(
-                field,
-                &json!(key),
-                "name part must be non-empty",
-            ));
-        }
+        errors.extend(qualified_name_errors(field, key));
     }
     errors
+}
+
+const QUALIFIED_NAME: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+/// Label and annotation keys: an optional DNS subdomain prefix and `/`, then a name of at most 63 characters.
+fn qualified_name_errors(field: &str, key: &str) -> Vec<FieldError> {
+    let value = json!(key);
+    let parts: Vec<&str> = key.split('/').collect();
+    let (prefix, name) = match parts.as_slice() {
+        [name] => (None, *name),
+        [prefix, name] => (Some(*prefix), *name),
+        _ => {
+            return vec![FieldError::invalid(
+                field,
+                &value,
+                format!(
+                    "a qualified name {QUALIFIED_NAME} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+                ),
+            )];
+        }
+    };
+    let mut errors = Vec::new();
+    if name.is_empty() {
+        errors.push(FieldError::invalid(
+            field,
+            &value,
+            "name part must be non-empty",
+        ));
+    } else if name.len() > 63 {
+        errors.push(FieldError::invalid(
+            field,
+            &value,
+            "name part must be no more than 63 characters",
+        ));
+    } else if !(name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric()))
+    {
+        errors.push(FieldError::invalid(
+            field,
+            &value,
+            format!("name part {QUALIFIED_NAME}"),
+        ));
+    }
+    match prefix {
+        Some("") => errors.push(FieldError::invalid(
+            field,
+            &value,
+            "prefix part must be non-empty",
+        )),
+        Some(prefix) if !(prefix.len() <= 253 && prefix.split('.').all(is_label_chars)) => {
+            errors.push(FieldError::invalid(field, &value, format!(
+                "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '{SUBDOMAIN_REGEX}')"
+            )));
+        }
+        _ => {}
+    }
+    errors
+}
+
+fn annotations_errors(annotations: Option<&Value>) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let mut size = 0;
+    for (key, value) in annotations.and_then(Value::as_object).into_iter().flatten() {
+        errors.extend(qualified_name_errors(
+            "metadata.annotations",
+            &key.to_lowercase(),
+        ));
+        size += key.len() + value.as_str().map_or(0, str::len);
+    }
+    if size > 262_144 {
+        errors.push(FieldError {
+            kind: crate::status::FieldErrorKind::TooLong(262_144),
+            field: "metadata.annotations".into(),
+            detail: String::new(),
+        });
+    }
+    errors
+}
+
+/// Warnings for names that are valid but not DNS labels, for the types whose names become pod hostnames.
+pub(crate) fn name_warnings(resource: &ResourceType, name: &str) -> Vec<String> {
+    let used_as = match resource.plural {
+        "pods" => "the Pod's hostname",
+        "jobs" | "deployments" | "replicasets" => "Pod names and hostnames",
+        _ => return Vec::new(),
+    };
+    let problems: Vec<String> = label_name_errors("metadata.name", name)
+        .iter()
+        .map(|e| e.detail.clone())
+        .collect();
+    if problems.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "metadata.name: this is used in {used_as}, which can result in surprising behavior; a DNS label is recommended: [{}]",
+        problems.join(", ")
+    )]
 }
 
 /// Errors of a new object (create), `name` being the final name.
@@ -151,7 +245,10 @@ pub(crate) fn validate_update(
     for field in immutable {
         let before = meta::at(old, &["spec", field]);
         let after = meta::at(new, &["spec", field]);
-        if before != after {
+        let allowed = *field == "template"
+            && suspended_and_never_started(old)
+            && scheduling_only(before, after);
+        if before != after && !allowed {
             errors.push(FieldError::invalid(
                 format!("spec.{field}"),
                 after.unwrap_or(&Value::Null),
@@ -174,6 +271,31 @@ pub(crate) fn validate_update(
     errors
 }
 
+/// A suspended Job that never started may still change where its pods would be scheduled.
+fn suspended_and_never_started(job: &Value) -> bool {
+    meta::at(job, &["spec", "suspend"]) == Some(&json!(true))
+        && meta::at(job, &["status", "startTime"]).is_none_or(Value::is_null)
+}
+
+/// Whether two pod templates differ only in the fields a suspended Job may change.
+fn scheduling_only(before: Option<&Value>, after: Option<&Value>) -> bool {
+    let strip = |template: Option<&Value>| {
+        let mut template = template.cloned().unwrap_or(Value::Null);
+        for path in [
+            &["metadata", "labels"][..],
+            &["metadata", "annotations"],
+            &["spec", "nodeSelector"],
+            &["spec", "tolerations"],
+            &["spec", "schedulingGates"],
+            &["spec", "affinity", "nodeAffinity"],
+        ] {
+            meta::remove_at(&mut template, path);
+        }
+        template
+    };
+    strip(before) == strip(after)
+}
+
 fn metadata(resource: &ResourceType, object: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let name = meta::name(object);
@@ -194,6 +316,10 @@ fn metadata(resource: &ResourceType, object: &Value) -> Vec<FieldError> {
         "metadata.labels",
         meta::at(object, &["metadata", "labels"]),
     ));
+    errors.extend(annotations_errors(meta::at(
+        object,
+        &["metadata", "annotations"],
+    )));
     errors
 }
 
@@ -345,7 +471,7 @@ fn cronjob_spec(spec: &Value) -> Vec<FieldError> {
         }
     }
     if let Some(zone) = spec.get("timeZone").and_then(Value::as_str)
-        && (zone.is_empty() || zone == "Local" || zone.contains(' '))
+        && (zone.is_empty() || zone == "Local" || jiff::tz::TimeZone::get(zone).is_err())
     {
         errors.push(FieldError::invalid(
             "spec.timeZone",
@@ -396,31 +522,7 @@ fn check_schedule(schedule: &str) -> Result<(), String> {
     if schedule.starts_with("TZ=") || schedule.starts_with("CRON_TZ=") {
         return Err("cannot use TZ or CRON_TZ in schedule, use timeZone field instead".to_owned());
     }
-    if let Some(descriptor) = schedule.strip_prefix('@') {
-        return match descriptor {
-            "yearly" | "annually" | "monthly" | "weekly" | "daily" | "midnight" | "hourly" => {
-                Ok(())
-            }
-            every if every.starts_with("every ") => Ok(()),
-            _ => Err(format!("unrecognized descriptor: {schedule}")),
-        };
-    }
-    let fields: Vec<&str> = schedule.split_whitespace().collect();
-    if fields.len() != 5 {
-        return Err(format!(
-            "expected exactly 5 fields, found {}: {schedule}",
-            fields.len()
-        ));
-    }
-    for field in fields {
-        if !field
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "*,/-?".contains(c))
-        {
-            return Err(format!("failed to parse int from {field}"));
-        }
-    }
-    Ok(())
+    crate::schedule::check(schedule)
 }
 
 fn replicated_spec(spec: &Value) -> Vec<FieldError> {
@@ -457,6 +559,90 @@ fn replicated_spec(spec: &Value) -> Vec<FieldError> {
         ));
     }
     errors.extend(template_errors("spec", spec, &["Always"]));
+    errors.extend(strategy_errors(spec));
+    errors
+}
+
+/// A `maxSurge`/`maxUnavailable` value: an integer, or a percentage string, as a count out of 100 for comparison.
+fn int_or_percent(field: &str, value: Option<&Value>, errors: &mut Vec<FieldError>) -> Option<i64> {
+    match value? {
+        Value::Number(n) => n.as_i64(),
+        Value::String(text) => {
+            let percent = text.strip_suffix('%').and_then(|p| p.parse::<i64>().ok());
+            if percent.is_none() {
+                errors.push(FieldError::invalid(field, &json!(text), "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"));
+            }
+            percent
+        }
+        _ => None,
+    }
+}
+
+/// Deployment strategy rules; ReplicaSets have no strategy, so nothing is checked for them.
+fn strategy_errors(spec: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let Some(strategy) = spec.get("strategy") else {
+        return errors;
+    };
+    match strategy.get("type").and_then(Value::as_str) {
+        Some("Recreate") => {
+            if strategy.get("rollingUpdate").is_some_and(|r| !r.is_null()) {
+                errors.push(FieldError::forbidden(
+                    "spec.strategy.rollingUpdate",
+                    "may not be specified when strategy `type` is 'Recreate'",
+                ));
+            }
+        }
+        Some("RollingUpdate") => {
+            let surge_field = "spec.strategy.rollingUpdate.maxSurge";
+            let unavailable_field = "spec.strategy.rollingUpdate.maxUnavailable";
+            let surge = int_or_percent(
+                surge_field,
+                meta::at(strategy, &["rollingUpdate", "maxSurge"]),
+                &mut errors,
+            );
+            let unavailable = int_or_percent(
+                unavailable_field,
+                meta::at(strategy, &["rollingUpdate", "maxUnavailable"]),
+                &mut errors,
+            );
+            for (field, value) in [(surge_field, surge), (unavailable_field, unavailable)] {
+                if let Some(v) = value.filter(|v| *v < 0) {
+                    errors.push(FieldError::invalid(
+                        field,
+                        &json!(v),
+                        "must be greater than or equal to 0",
+                    ));
+                }
+            }
+            if surge == Some(0) && unavailable == Some(0) {
+                errors.push(FieldError::invalid(
+                    unavailable_field,
+                    &json!(0),
+                    "may not be 0 when `maxSurge` is 0",
+                ));
+            }
+        }
+        other => errors.push(FieldError::not_supported(
+            "spec.strategy.type",
+            &json!(other.unwrap_or_default()),
+            &["Recreate", "RollingUpdate"],
+        )),
+    }
+    let deadline = spec.get("progressDeadlineSeconds").and_then(Value::as_i64);
+    let min_ready = spec
+        .get("minReadySeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    if let Some(deadline) = deadline
+        && deadline <= min_ready
+    {
+        errors.push(FieldError::invalid(
+            "spec.progressDeadlineSeconds",
+            &json!(deadline),
+            "must be greater than minReadySeconds",
+        ));
+    }
     errors
 }
 
@@ -533,6 +719,23 @@ mod tests {
     }
 
     #[test]
+    fn suspended_jobs_that_never_started_may_change_scheduling_fields() {
+        let jobs = find("batch", "v1", "jobs").expect("served");
+        let mut old = job("Never");
+        old["spec"]["suspend"] = json!(true);
+        let mut new = old.clone();
+        new["spec"]["template"]["spec"]["nodeSelector"] = json!({"disk": "ssd"});
+        assert!(validate_update(jobs, &old, &new).is_empty());
+        new["spec"]["template"]["spec"]["containers"][0]["image"] = json!("other");
+        assert_eq!(validate_update(jobs, &old, &new).len(), 1);
+        let mut started = old.clone();
+        started["status"] = json!({"startTime": "2026-01-01T00:00:00Z"});
+        let mut moved = started.clone();
+        moved["spec"]["template"]["spec"]["nodeSelector"] = json!({"disk": "ssd"});
+        assert_eq!(validate_update(jobs, &started, &moved).len(), 1);
+    }
+
+    #[test]
     fn long_job_names_fail_on_the_generated_labels() {
         let jobs = find("batch", "v1", "jobs").expect("served");
         let mut long = json!({"metadata": {"name": "a".repeat(64), "namespace": "d", "uid": "u"}, "spec": {"template": {"spec": {
@@ -558,6 +761,21 @@ mod tests {
         assert!(found[0].starts_with("metadata.name: Invalid value: \"ccc"));
         assert!(found[0].ends_with("must be no more than 52 characters"));
         assert!(found[1].starts_with("spec.schedule: Invalid value: \"not a schedule\""));
+        cronjob["metadata"]["name"] = json!("ok");
+        cronjob["spec"]["schedule"] = json!("*/5 * * * *");
+        cronjob["spec"]["timeZone"] = json!("Europe/Berlin");
+        assert!(validate_create(cronjobs, &cronjob).is_empty());
+        cronjob["spec"]["schedule"] = json!("TZ=UTC * * * * *");
+        assert!(
+            messages(&validate_create(cronjobs, &cronjob))[0]
+                .ends_with("cannot use TZ or CRON_TZ in schedule, use timeZone field instead")
+        );
+        cronjob["spec"]["schedule"] = json!("*/5 * * * *");
+        cronjob["spec"]["timeZone"] = json!("Mars/Olympus");
+        assert_eq!(
+            messages(&validate_create(cronjobs, &cronjob)),
+            ["spec.timeZone: Invalid value: \"Mars/Olympus\": unknown time zone Mars/Olympus"]
+        );
     }
 
     #[test]
@@ -581,6 +799,68 @@ mod tests {
         assert_eq!(
             validate_update(deployments, &deployment, &changed)[0].field,
             "spec.selector"
+        );
+    }
+
+    #[test]
+    fn dotted_names_of_pod_owners_get_a_warning() {
+        let jobs = find("batch", "v1", "jobs").expect("served");
+        assert_eq!(
+            name_warnings(jobs, "a.b"),
+            [
+                "metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: [must not contain dots]"
+            ]
+        );
+        assert!(name_warnings(jobs, "ab").is_empty());
+        assert!(name_warnings(find("", "v1", "configmaps").expect("served"), "a.b").is_empty());
+    }
+
+    #[test]
+    fn label_and_annotation_keys_are_qualified_names() {
+        assert!(qualified_name_errors("f", "app").is_empty());
+        assert!(qualified_name_errors("f", "example.com/app-1").is_empty());
+        let bodies = |key: &str| {
+            qualified_name_errors("f", key)
+                .iter()
+                .map(FieldError::body)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(bodies("a/b/c").len(), 1);
+        assert!(
+            bodies("bad key!")[0]
+                .starts_with("Invalid value: \"bad key!\": name part must consist of")
+        );
+        assert!(bodies("Example.com/x")[0].contains("prefix part a lowercase RFC 1123 subdomain"));
+        assert!(bodies("/x")[0].ends_with("prefix part must be non-empty"));
+        let big = json!({"k": "v".repeat(262_144)});
+        assert_eq!(
+            annotations_errors(Some(&big))[0].body(),
+            "Too long: may not be more than 262144 bytes"
+        );
+    }
+
+    #[test]
+    fn deployment_strategies_are_checked() {
+        let deployments = find("apps", "v1", "deployments").expect("served");
+        let mut deployment = json!({"metadata": {"name": "d", "namespace": "n"}, "spec": {"selector": {"matchLabels": {"app": "a"}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": "0%"}},
+            "progressDeadlineSeconds": 5, "minReadySeconds": 10,
+            "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+        defaults::apply(deployments, &mut deployment);
+        assert_eq!(
+            messages(&validate_create(deployments, &deployment)),
+            [
+                "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 0: may not be 0 when `maxSurge` is 0",
+                "spec.progressDeadlineSeconds: Invalid value: 5: must be greater than minReadySeconds",
+            ]
+        );
+        deployment["spec"]["strategy"] = json!({"type": "Recreate", "rollingUpdate": {}});
+        deployment["spec"]["progressDeadlineSeconds"] = json!(600);
+        assert_eq!(
+            messages(&validate_create(deployments, &deployment)),
+            [
+                "spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'",
+            ]
         );
     }
 

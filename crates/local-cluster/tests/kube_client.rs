@@ -974,6 +974,19 @@ async fn deleting_a_namespace_deletes_its_contents_and_refuses_new_ones() {
         .create(&PostParams::default(), &held)
         .await
         .expect("created");
+    let protected = api_error(
+        namespaces
+            .delete("default", &DeleteParams::default())
+            .await
+            .expect_err("protected"),
+    );
+    assert_eq!(
+        (protected.code, protected.message.as_str()),
+        (
+            403,
+            "namespaces \"default\" is forbidden: this namespace may not be deleted"
+        )
+    );
     namespaces
         .delete("scratch", &DeleteParams::default())
         .await
@@ -1099,6 +1112,45 @@ async fn scheduled_pods_are_deleted_gracefully() {
     assert!(
         pods.get_opt("graceful").await.expect("get").is_some(),
         "the kubelet finishes graceful deletion"
+    );
+    let shorter = DeleteParams {
+        grace_period_seconds: Some(5),
+        ..DeleteParams::default()
+    };
+    let shortened = pods
+        .delete("graceful", &shorter)
+        .await
+        .expect("delete")
+        .left()
+        .expect("pending");
+    assert_eq!(shortened.metadata.deletion_grace_period_seconds, Some(5));
+    let longer = DeleteParams {
+        grace_period_seconds: Some(60),
+        ..DeleteParams::default()
+    };
+    let kept = pods
+        .delete("graceful", &longer)
+        .await
+        .expect("delete")
+        .left()
+        .expect("pending");
+    assert_eq!(
+        kept.metadata.deletion_grace_period_seconds,
+        Some(5),
+        "a grace period is never lengthened"
+    );
+    pods.delete(
+        "graceful",
+        &DeleteParams {
+            grace_period_seconds: Some(0),
+            ..DeleteParams::default()
+        },
+    )
+    .await
+    .expect("final delete");
+    assert!(
+        pods.get_opt("graceful").await.expect("get").is_none(),
+        "grace 0 removes the pod"
     );
 
     pods.create(&PostParams::default(), &pod("forever"))
@@ -1229,4 +1281,285 @@ async fn lists_are_paged_consistently_with_limit_and_continue() {
         6,
         "the watcher pages through Init, four objects and InitDone"
     );
+}
+
+#[tokio::test]
+async fn watches_from_a_future_version_wait_for_it_then_time_out() {
+    let (cluster, client) = start().await;
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(client);
+    let next = cluster.store().resource_version() + 1;
+    let mut waiting = configmaps
+        .watch(&WatchParams::default().timeout(10), &next.to_string())
+        .await
+        .expect("watch")
+        .boxed();
+    let cm = |name: &str| -> ConfigMap {
+        serde_json::from_value(json!({"metadata": {"name": name}})).expect("valid")
+    };
+    configmaps
+        .create(&PostParams::default(), &cm("reaches"))
+        .await
+        .expect("create");
+    configmaps
+        .create(&PostParams::default(), &cm("after"))
+        .await
+        .expect("create");
+    match tokio::time::timeout(Duration::from_secs(5), waiting.next())
+        .await
+        .expect("event in time")
+        .expect("open")
+        .expect("parsed")
+    {
+        WatchEvent::Added(o) => assert_eq!(
+            o.metadata.name.as_deref(),
+            Some("after"),
+            "changes after the requested version"
+        ),
+        other => panic!("expected ADDED, got {other:?}"),
+    }
+    let far = cluster.store().resource_version() + 100;
+    let started = std::time::Instant::now();
+    let mut never = configmaps
+        .watch(&WatchParams::default(), &far.to_string())
+        .await
+        .expect("200 stream")
+        .boxed();
+    match never.next().await.expect("one event").expect("parsed") {
+        WatchEvent::Error(status) => {
+            assert_eq!((status.code, status.reason.as_str()), (504, "Timeout"));
+            assert!(
+                status
+                    .message
+                    .starts_with(&format!("Too large resource version: {far}, current: "))
+            );
+        }
+        other => panic!("expected ERROR, got {other:?}"),
+    }
+    assert!(started.elapsed() >= Duration::from_secs(3));
+}
+
+#[tokio::test]
+async fn the_written_kubeconfig_works_for_kube_rs() {
+    let (cluster, _) = start().await;
+    let directory = tempfile::tempdir().expect("temp dir");
+    let path = directory.path().join("kubeconfig");
+    cluster.write_kubeconfig(&path).expect("written");
+    let kubeconfig = kube::config::Kubeconfig::read_from(&path).expect("parses");
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .expect("config");
+    assert_eq!(config.default_namespace, "default");
+    let client = kube::Client::try_from(config).expect("client");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
+    assert!(
+        namespaces
+            .get_opt("kube-system")
+            .await
+            .expect("get")
+            .is_some()
+    );
+}
+
+/// Hostile or broken requests get a 4xx Status, never a crash or a 5xx.
+#[tokio::test]
+async fn malformed_requests_get_status_errors_not_crashes() {
+    let (cluster, client) = start().await;
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let bodies: [&[u8]; 7] = [
+        b"",
+        b"[]",
+        b"42",
+        b"{\"metadata\": 5}",
+        b"{\"spec\": {\"template\": []}}",
+        deep.as_bytes(),
+        b"\xff\xfe",
+    ];
+    let paths = [
+        "/api/v1/namespaces/default/pods",
+        "/apis/batch/v1/namespaces/default/jobs",
+        "/apis/batch/v1/namespaces/default/cronjobs",
+        "/apis/apps/v1/namespaces/default/deployments",
+        "/api/v1/namespaces",
+    ];
+    for path in paths {
+        for body in bodies {
+            for (method, suffix, content_type) in [
+                ("POST", "", "application/json"),
+                ("POST", "", "application/yaml"),
+                ("POST", "", "application/vnd.kubernetes.protobuf"),
+                ("PUT", "/x", "application/json"),
+                ("PATCH", "/x", "application/strategic-merge-patch+json"),
+                ("PATCH", "/x", "application/apply-patch+yaml"),
+                ("PATCH", "/x", "application/json-patch+json"),
+                ("DELETE", "/x", "application/json"),
+                ("DELETE", "", "application/json"),
+            ] {
+                let request = Request::builder()
+                    .method(method)
+                    .uri(format!("{path}{suffix}?fieldManager=fuzz"))
+                    .header("content-type", content_type)
+                    .body(body.to_vec())
+                    .expect("request");
+                match client.request_text(request).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(status)) => {
+                        assert!(
+                            (400..500).contains(&status.code),
+                            "{method} {path}{suffix} {content_type}: {status:?}"
+                        );
+                    }
+                    Err(other) => panic!("{method} {path}{suffix}: {other:?}"),
+                }
+            }
+        }
+    }
+    let jobs: Api<Job> = Api::default_namespaced(cluster.client().expect("client"));
+    jobs.create(&PostParams::default(), &job("still-alive", "Never"))
+        .await
+        .expect("the server still works");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
+    assert_eq!(
+        namespaces
+            .list(&ListParams::default())
+            .await
+            .expect("list")
+            .items
+            .len(),
+        4,
+        "namespaces cannot be deleted as a collection"
+    );
+}
+
+#[tokio::test]
+async fn replicasets_read_back_as_typed_objects() {
+    let (_cluster, client) = start().await;
+    let replicasets: Api<k8s_openapi::api::apps::v1::ReplicaSet> = Api::default_namespaced(client);
+    let rs = serde_json::from_value(json!({"metadata": {"name": "rs"}, "spec": {"selector": {"matchLabels": {"app": "a"}},
+        "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}}))
+    .expect("valid");
+    let created = replicasets
+        .create(&PostParams::default(), &rs)
+        .await
+        .expect("created and parsed");
+    assert_eq!(created.status.map(|s| s.replicas), Some(0));
+    replicasets
+        .replace(
+            "rs",
+            &PostParams::default(),
+            &created_again(&replicasets).await,
+        )
+        .await
+        .expect("replace round-trips");
+}
+
+async fn created_again(
+    api: &Api<k8s_openapi::api::apps::v1::ReplicaSet>,
+) -> k8s_openapi::api::apps::v1::ReplicaSet {
+    api.get("rs").await.expect("get parses")
+}
+
+#[tokio::test]
+async fn generate_name_appends_five_characters_and_names_the_job_labels() {
+    let (_cluster, client) = start().await;
+    let jobs: Api<Job> = Api::default_namespaced(client);
+    let mut generated = job("", "Never");
+    generated.metadata.name = None;
+    generated.metadata.generate_name = Some("run-".into());
+    let created = jobs
+        .create(&PostParams::default(), &generated)
+        .await
+        .expect("created");
+    let name = created.metadata.name.expect("generated name");
+    assert!(name.starts_with("run-") && name.len() == 9, "{name}");
+    let labels = created
+        .spec
+        .expect("spec")
+        .template
+        .metadata
+        .expect("metadata")
+        .labels
+        .expect("labels");
+    assert_eq!(labels.get("job-name"), Some(&name));
+    let mut nameless = job("", "Never");
+    nameless.metadata.name = None;
+    let invalid = api_error(
+        jobs.create(&PostParams::default(), &nameless)
+            .await
+            .expect_err("no name"),
+    );
+    assert_eq!(
+        invalid.message,
+        "Job.batch \"\" is invalid: metadata.name: Required value: name or generateName is required"
+    );
+}
+
+#[tokio::test]
+async fn the_cluster_identifies_itself_in_kube_public() {
+    let directory = tempfile::tempdir().expect("temp dir");
+    let options = Options {
+        tools_home: Some(directory.path().to_owned()),
+        ..Options::default()
+    };
+    let (_cluster, client) = start_with(options).await;
+    let configmaps: Api<ConfigMap> =
+        Api::namespaced(client, toolforge_local_cluster::IDENTITY_NAMESPACE);
+    let identity = configmaps
+        .get(toolforge_local_cluster::IDENTITY_NAME)
+        .await
+        .expect("identity");
+    let data = identity.data.expect("data");
+    assert_eq!(
+        data.get("cluster").map(String::as_str),
+        Some("toolforge-local")
+    );
+    assert_eq!(
+        data.get("toolsHome"),
+        Some(&directory.path().display().to_string())
+    );
+}
+
+#[tokio::test]
+async fn a_dropped_cluster_stops_serving() {
+    let (cluster, client) = start().await;
+    let address = cluster.address();
+    drop(cluster);
+    // The server notices in the background; give it time on a busy machine.
+    let mut listening = true;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if tokio::net::TcpStream::connect(address).await.is_err() {
+            listening = false;
+            break;
+        }
+    }
+    assert!(!listening, "nothing listens any more");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
+    assert!(namespaces.get("default").await.is_err());
+}
+
+#[tokio::test]
+async fn deprecated_orphan_dependents_false_answers_202_while_pending() {
+    let (_cluster, client) = start().await;
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    jobs.create(&PostParams::default(), &job("held", "Never"))
+        .await
+        .expect("created");
+    jobs.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/x"]}})),
+    )
+    .await
+    .expect("finalizer");
+    let request = Request::delete("/apis/batch/v1/namespaces/default/jobs/held")
+        .header("content-type", "application/json")
+        .body(kube::client::Body::from(
+            br#"{"orphanDependents":false}"#.to_vec(),
+        ))
+        .expect("request");
+    let response = client.send(request).await.expect("sent");
+    assert_eq!(response.status().as_u16(), 202);
 }

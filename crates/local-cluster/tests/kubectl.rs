@@ -329,6 +329,73 @@ async fn scenario(binary: &str) {
         literal.get("literal").await.expect("cm").data,
         Some([("a".to_owned(), "b".to_owned())].into())
     );
+    let from_cronjob = kubectl
+        .ok(&[
+            "create",
+            "cronjob",
+            "nightly",
+            "--image=busybox",
+            "--schedule=0 3 * * *",
+            "--",
+            "echo",
+            "hi",
+        ])
+        .await;
+    assert_eq!(from_cronjob.trim(), "cronjob.batch/nightly created");
+    assert_eq!(
+        kubectl
+            .ok(&["create", "job", "manual", "--from=cronjob/nightly"])
+            .await
+            .trim(),
+        "job.batch/manual created"
+    );
+    let manual = jobs.get("manual").await.expect("job");
+    let container = &manual
+        .spec
+        .as_ref()
+        .expect("spec")
+        .template
+        .spec
+        .as_ref()
+        .expect("pod spec")
+        .containers[0];
+    assert_eq!(
+        container.command,
+        Some(vec!["echo".to_owned(), "hi".to_owned()])
+    );
+    assert_eq!(
+        manual
+            .metadata
+            .owner_references
+            .as_ref()
+            .map(|o| o[0].kind.as_str()),
+        Some("CronJob")
+    );
+    assert_eq!(
+        kubectl
+            .ok(&[
+                "create",
+                "deployment",
+                "web",
+                "--image=nginx",
+                "--replicas=0"
+            ])
+            .await
+            .trim(),
+        "deployment.apps/web created"
+    );
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::default_namespaced(cluster.client().expect("client"));
+    assert_eq!(
+        deployments
+            .get("web")
+            .await
+            .expect("deployment")
+            .spec
+            .and_then(|s| s.replicas),
+        Some(0),
+        "explicit zeros survive"
+    );
 
     get_watch_sees_new_rows(&kubectl, &configmaps).await;
 
@@ -352,6 +419,25 @@ async fn scenario(binary: &str) {
 
     wait_for_delete(&cluster, &kubectl, &configmaps).await;
 
+    assert_eq!(
+        kubectl
+            .ok(&["auth", "can-i", "create", "jobs"])
+            .await
+            .trim(),
+        "yes"
+    );
+    let nodes = kubectl.ok(&["get", "nodes"]).await;
+    let row: Vec<&str> = nodes
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        (row.first(), row.get(1), row.get(2)),
+        (Some(&"local"), Some(&"Ready"), Some(&"control-plane")),
+        "{nodes}"
+    );
     let names = kubectl.ok(&["get", "all", "-o", "name"]).await;
     assert!(!names.contains("job.batch/hello"), "{names}");
     cluster.shutdown().await.expect("clean shutdown");

@@ -11,10 +11,10 @@ use super::ClusterState;
 use super::negotiate::Representation;
 use super::path::{self, Target};
 use super::query::Query;
-use super::watch;
+use super::{scale, watch};
 use crate::delete::{self, DeleteOptions, Deleted};
 use crate::meta;
-use crate::ops::{self, Part, WriteOptions, Written};
+use crate::ops::{self, Part, Written};
 use crate::patch::PatchType;
 use crate::protobuf::{self, ProtobufError};
 use crate::resources::ResourceType;
@@ -56,7 +56,7 @@ fn dispatch(
         None => Part::Main,
         Some("status") if resource.has_status => Part::Status,
         Some("scale") if resource.has_scale => {
-            return scale(state, method, target, query, headers, body);
+            return scale::serve(state, method, target, query, headers, body);
         }
         Some(_) => return Err(ApiError::path_not_found()),
     };
@@ -80,8 +80,7 @@ fn dispatch(
             )
         }
         (&Method::GET, Some(name)) => {
-            let object = ops::get(&state.store, resource, namespace, name)?;
-            Ok(ok(&representation.single(resource, &object), &[]))
+            get_one(state, resource, namespace, name, query, representation)
         }
         (&Method::POST, None) if part == Part::Main => {
             let body = parse_body(headers, body)?;
@@ -124,9 +123,9 @@ fn dispatch(
         (&Method::DELETE, Some(name)) if part == Part::Main => {
             let options = DeleteOptions::parse(body, &query.0)?;
             let deleted = delete::delete(&state.store, resource, namespace, name, &options)?;
-            Ok(delete_response(resource, deleted))
+            Ok(delete_response(resource, deleted, &options))
         }
-        (&Method::DELETE, None) if part == Part::Main => {
+        (&Method::DELETE, None) if part == Part::Main && resource.namespaced => {
             let options = DeleteOptions::parse(body, &query.0)?;
             let filter = query.filter(resource)?;
             let list = delete::delete_collection(
@@ -143,6 +142,28 @@ fn dispatch(
             resource,
         )),
     }
+}
+
+fn get_one(
+    state: &ClusterState,
+    resource: &'static ResourceType,
+    namespace: &str,
+    name: &str,
+    query: &Query,
+    representation: Representation,
+) -> Result<Response, ApiError> {
+    // A version newer than the store's cannot be served (a real server waits a moment first).
+    if let Some(requested) = query
+        .get("resourceVersion")
+        .and_then(|rv| rv.parse::<u64>().ok())
+    {
+        let current = state.store.resource_version();
+        if requested > current {
+            return Err(ApiError::too_large_resource_version(requested, current));
+        }
+    }
+    let object = ops::get(&state.store, resource, namespace, name)?;
+    Ok(ok(&representation.single(resource, &object), &[]))
 }
 
 fn check_acceptable(accept: &str) -> Result<(), ApiError> {
@@ -238,7 +259,7 @@ fn list(
     Ok(ok(&representation.list(resource, list), &[]))
 }
 
-fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
+pub(super) fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -272,7 +293,7 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
     }
 }
 
-fn patch_type(headers: &HeaderMap) -> Result<PatchType, ApiError> {
+pub(super) fn patch_type(headers: &HeaderMap) -> Result<PatchType, ApiError> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -281,7 +302,7 @@ fn patch_type(headers: &HeaderMap) -> Result<PatchType, ApiError> {
         .ok_or_else(|| ApiError::unsupported_media_type(&PatchType::ACCEPTED))
 }
 
-fn ok(body: &Value, warnings: &[String]) -> Response {
+pub(super) fn ok(body: &Value, warnings: &[String]) -> Response {
     respond(StatusCode::OK, body, warnings)
 }
 
@@ -313,7 +334,7 @@ fn written_response(resource: &ResourceType, written: Written) -> Response {
     respond(code, &resource.present(written.object), &written.warnings)
 }
 
-fn delete_response(resource: &ResourceType, deleted: Deleted) -> Response {
+fn delete_response(resource: &ResourceType, deleted: Deleted, options: &DeleteOptions) -> Response {
     match deleted {
         Deleted::Gone(object) if resource.plural != "pods" => {
             let mut details = json!({"name": meta::name(&object), "kind": resource.plural, "uid": meta::uid(&object)});
@@ -325,108 +346,9 @@ fn delete_response(resource: &ResourceType, deleted: Deleted) -> Response {
                 &[],
             )
         }
+        Deleted::Pending(object) if options.accepted_status => {
+            respond(StatusCode::ACCEPTED, &resource.present(object), &[])
+        }
         Deleted::Gone(object) | Deleted::Pending(object) => ok(&resource.present(object), &[]),
     }
-}
-
-/// `autoscaling/v1` Scale view of a Deployment or ReplicaSet.
-fn scale_of(object: &Value) -> Value {
-    let selector = crate::selector::LabelSelector::from_object(
-        meta::at(object, &["spec", "selector"]).unwrap_or(&Value::Null),
-    );
-    let selector_text: Vec<String> = meta::at(object, &["spec", "selector", "matchLabels"])
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-        .collect();
-    let mut metadata = json!({});
-    for field in [
-        "name",
-        "namespace",
-        "uid",
-        "resourceVersion",
-        "creationTimestamp",
-    ] {
-        if let Some(value) = meta::at(object, &["metadata", field]) {
-            metadata[field] = value.clone();
-        }
-    }
-    json!({
-        "kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": metadata,
-        "spec": {"replicas": meta::at(object, &["spec", "replicas"]).cloned().unwrap_or(json!(0))},
-        "status": {"replicas": meta::at(object, &["status", "replicas"]).cloned().unwrap_or(json!(0)),
-            "selector": if selector.is_some() { selector_text.join(",") } else { String::new() }},
-    })
-}
-
-fn scale(
-    state: &ClusterState,
-    method: &Method,
-    target: &Target,
-    query: &Query,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<Response, ApiError> {
-    let resource = target.resource;
-    let namespace = target.namespace.as_deref().unwrap_or_default();
-    let Some(name) = target.name.as_deref() else {
-        return Err(ApiError::path_not_found());
-    };
-    let current = ops::get(&state.store, resource, namespace, name)?;
-    let desired = match *method {
-        Method::GET => return Ok(ok(&scale_of(&current), &[])),
-        Method::PUT => parse_body(headers, body)?,
-        Method::PATCH => {
-            let mut scale = scale_of(&current);
-            match patch_type(headers)? {
-                PatchType::Json => crate::patch::json_patch(&mut scale, body)?,
-                PatchType::Merge => crate::patch::merge_patch(
-                    &mut scale,
-                    &serde_json::from_slice(body)
-                        .map_err(|e| ApiError::bad_request(e.to_string()))?,
-                ),
-                PatchType::Strategic | PatchType::Apply => {
-                    crate::patch::strategic_merge(
-                        &mut scale,
-                        &serde_json::from_slice(body)
-                            .map_err(|e| ApiError::bad_request(e.to_string()))?,
-                    )?;
-                }
-            }
-            scale
-        }
-        _ => {
-            return Err(ApiError::method_not_allowed(
-                &method.as_str().to_lowercase(),
-                resource,
-            ));
-        }
-    };
-    let Some(replicas) = meta::at(&desired, &["spec", "replicas"]).and_then(Value::as_i64) else {
-        return Err(ApiError::invalid(
-            resource,
-            name,
-            &[FieldError::required("spec.replicas", "")],
-        ));
-    };
-    let mut merge = json!({"spec": {"replicas": replicas}});
-    if let Some(rv) = meta::resource_version(&desired) {
-        merge["metadata"] = json!({"resourceVersion": rv});
-    }
-    let options = WriteOptions {
-        field_validation: crate::decode::FieldValidation::Ignore,
-        ..query.write_options()?
-    };
-    let written = ops::patch(
-        &state.store,
-        resource,
-        namespace,
-        name,
-        PatchType::Merge,
-        merge.to_string().as_bytes(),
-        Part::Main,
-        &options,
-    )?;
-    Ok(ok(&scale_of(&written.object), &[]))
 }

@@ -181,6 +181,13 @@ impl Watch {
             EventType::Modified | EventType::Deleted if before || now => "DELETED",
             _ => return None,
         };
+        if self.representation == Representation::Object && self.resource.view.is_none() {
+            // Many watches send the same object: serialise it once.
+            let object = change.json.get_or_init(|| change.object.to_string());
+            return Some(Bytes::from(format!(
+                "{{\"type\":\"{kind}\",\"object\":{object}}}\n"
+            )));
+        }
         Some(line(kind, &self.render(&change.object)))
     }
 
@@ -193,6 +200,38 @@ impl Watch {
             "BOOKMARK",
             &json!({"kind": self.resource.kind, "apiVersion": self.resource.api_version(), "metadata": metadata}),
         )
+    }
+}
+
+/// A watch from a version the store has not reached yet waits up to 3 s for it, as a real server does, then
+/// starts from it; if it never comes, the stream carries a 504 ERROR event. `None` means the stream is over.
+async fn catch_up(
+    watch: &Watch,
+    requested: u64,
+    mut current: u64,
+    receiver: &mut broadcast::Receiver<Arc<Change>>,
+    sender: &mpsc::Sender<Bytes>,
+) -> Option<u64> {
+    let give_up = tokio::time::sleep(Duration::from_secs(3));
+    tokio::pin!(give_up);
+    loop {
+        tokio::select! {
+            () = &mut give_up => {
+                let error = ApiError::too_large_resource_version(requested, current);
+                let _ = sender.send(error_line(&error)).await;
+                return None;
+            }
+            next = receiver.recv() => {
+                let change = next.ok()?;
+                current = change.resource_version;
+                if current > requested && let Some(event) = watch.event(&change) {
+                    sender.send(event).await.ok()?;
+                }
+                if current >= requested {
+                    return Some(current);
+                }
+            }
+        }
     }
 }
 
@@ -246,10 +285,11 @@ async fn run(
             return;
         }
         WatchStart::TooLarge(current) => {
-            let error =
-                ApiError::too_large_resource_version(requested.unwrap_or_default(), current);
-            let _ = sender.send(error_line(&error)).await;
-            return;
+            let requested = requested.unwrap_or_default();
+            match catch_up(&watch, requested, current, &mut receiver, &sender).await {
+                Some(last) => last,
+                None => return,
+            }
         }
     };
     let deadline = tokio::time::sleep(watch.timeout);

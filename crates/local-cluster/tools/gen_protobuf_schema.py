@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Generates src/protobuf/schema.rs: the protobuf field numbers of the served kinds and of every message they
+reach, with their JSON names.
+
+Field numbers come from the prost bindings of the `k8s-pb` crate, JSON names from the `k8s-openapi` crate (both
+from the cargo registry; `cargo fetch` them first, e.g. with `cargo info k8s-pb`). Run from the crate directory:
+    python3 tools/gen_protobuf_schema.py > src/protobuf/schema.rs
+"""
+import glob
+import os
+import re
+import sys
+
+REGISTRY = glob.glob(os.path.expanduser("~/.cargo/registry/src/*/"))[0]
+PB = glob.glob(REGISTRY + "k8s-pb-0.9.*/src")[0]
+OPENAPI = glob.glob(REGISTRY + "k8s-openapi-0.29.*/src/v1_33")[0]
+
+MODULES = ["api/core/v1", "api/batch/v1", "api/apps/v1", "api/coordination/v1", "api/events/v1",
+           "apimachinery/pkg/apis/meta/v1", "apimachinery/pkg/api/resource", "apimachinery/pkg/util/intstr",
+           "apimachinery/pkg/runtime"]
+ROOTS = [("v1", "Pod", "api/core/v1"), ("v1", "ConfigMap", "api/core/v1"), ("v1", "Namespace", "api/core/v1"),
+         ("v1", "Service", "api/core/v1"), ("v1", "Event", "api/core/v1"), ("batch/v1", "Job", "api/batch/v1"),
+         ("batch/v1", "CronJob", "api/batch/v1"), ("apps/v1", "Deployment", "api/apps/v1"),
+         ("apps/v1", "ReplicaSet", "api/apps/v1"), ("coordination.k8s.io/v1", "Lease", "api/coordination/v1"),
+         ("events.k8s.io/v1", "Event", "api/events/v1")]
+SPECIAL = {("apimachinery/pkg/apis/meta/v1", "Time"): "Time", ("apimachinery/pkg/apis/meta/v1", "MicroTime"): "MicroTime",
+           ("apimachinery/pkg/api/resource", "Quantity"): "Quantity",
+           ("apimachinery/pkg/util/intstr", "IntOrString"): "IntOrString",
+           ("apimachinery/pkg/runtime", "RawExtension"): "RawJson", ("apimachinery/pkg/apis/meta/v1", "FieldsV1"): "RawJson"}
+SCALARS = {"string": "String", "bool": "Bool", "int32": "Int", "int64": "Int", "uint32": "Int", "uint64": "Int",
+           "bytes": "Bytes"}
+
+FIELD = re.compile(r'#\[prost\(([^\]]*)\)\]\s*pub (\w+):(.*?)(?=\n\s*(?:///|#\[prost|\}))', re.S)
+
+
+def structs(module):
+    text = open(f"{PB}/{module}/mod.rs").read()
+    out = {}
+    for match in re.finditer(r'pub struct (\w+) \{(.*?)\n\}', text, re.S):
+        fields = []
+        for attr, name, rust_type in FIELD.findall(match.group(2) + "\n}"):
+            tag = int(re.search(r'tag = "(\d+)"', attr).group(1))
+            fields.append((tag, name, attr, rust_type.strip().rstrip(",")))
+        out[match.group(1)] = fields
+    return out
+
+
+def json_names(module):
+    names = {}
+    for path in glob.glob(f"{OPENAPI}/{module}/*.rs"):
+        text = open(path).read()
+        struct = re.search(r'pub struct (\w+)', text)
+        if struct:
+            names[struct.group(1)] = dict((snake, key) for key, snake in re.findall(r'"(\w+)" => Field::Key_(\w+),', text))
+    return names
+
+
+def camel(snake):
+    head, *rest = snake.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def resolve(module, rust_type):
+    inner = re.findall(r'[\w:]+', rust_type.replace("::core::option::Option", "").replace("::prost::alloc::vec::Vec", "")
+                       .replace("::prost::alloc::collections::BTreeMap", "").replace("::prost::alloc::string::String", ""))
+    path = inner[-1].split("::")
+    parts = module.split("/")
+    while path[0] == "super":
+        path.pop(0)
+        parts.pop()
+    return ("/".join(parts + path[:-1]) if len(path) > 1 else module), path[-1]
+
+
+def const_name(module, name):
+    return "M_" + re.sub(r'\W', "_", module.replace("apimachinery/pkg/", "").replace("api/", "")).upper() + "_" + name.upper()
+
+
+def main():
+    pb = {m: structs(m) for m in MODULES}
+    openapi = {m: json_names(m) for m in MODULES}
+    todo = [(module, kind) for _, kind, module in ROOTS]
+    done = {}
+    while todo:
+        module, name = todo.pop()
+        if (module, name) in done or (module, name) in SPECIAL:
+            continue
+        entries = []
+        for tag, snake, attr, rust_type in pb[module][name]:
+            json = openapi[module].get(name, {}).get(snake) or camel(snake)
+            repeated = "repeated" in attr
+            kind_word = attr.split(",")[0].split("=")[0].strip()
+            if kind_word == "btree_map":
+                value = re.search(r'btree_map = "string, (\w+)"', attr).group(1)
+                if value == "message":
+                    target = resolve(module, rust_type)
+                    if SPECIAL.get(target) != "Quantity":
+                        sys.exit(f"map of {target} in {module}.{name}: add a Kind for it")
+                    kind = "Kind::MapQuantity"
+                else:
+                    kind = {"string": "Kind::MapString", "bytes": "Kind::MapBytes"}[value]
+            elif kind_word == "message":
+                target = resolve(module, rust_type)
+                if target in SPECIAL:
+                    kind = "Kind::" + SPECIAL[target]
+                else:
+                    todo.append(target)
+                    kind = f"Kind::Message(&{const_name(*target)})"
+            else:
+                kind = "Kind::" + SCALARS[kind_word]
+            entries.append(f'    Field {{ tag: {tag}, name: "{json}", kind: {kind}, repeated: {str(repeated).lower()} }},')
+        done[(module, name)] = entries
+    out = ["//! Generated by `tools/gen_protobuf_schema.py` from k8s-pb (field numbers) and k8s-openapi (JSON names);",
+           "//! do not edit. The protobuf fields of every message the served kinds reach.", "",
+           "use super::{Field, Kind};", ""]
+    for (module, name), entries in sorted(done.items()):
+        out.append(f"static {const_name(module, name)}: [Field; {len(entries)}] = [")
+        out.extend(entries)
+        out.append("];")
+        out.append("")
+    out.append("/// The message of a served kind, by `apiVersion` and `kind`.")
+    out.append("pub(super) fn root(api_version: &str, kind: &str) -> Option<&'static [Field]> {")
+    out.append("    match (api_version, kind) {")
+    for api_version, kind, module in ROOTS:
+        out.append(f'        ("{api_version}", "{kind}") => Some(&{const_name(module, kind)}),')
+    out.append("        _ => None,")
+    out.append("    }")
+    out.append("}")
+    sys.stdout.write("\n".join(out) + "\n")
+
+
+main()

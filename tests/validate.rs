@@ -235,3 +235,47 @@ fn thousands_of_problems_are_reported_promptly() {
     );
     assert!(stderr.contains("is invalid: 6000 errors"), "{stderr}");
 }
+
+#[test]
+fn the_tool_comes_from_the_kubeconfig_context_namespace() {
+    let directory = tempfile::tempdir().unwrap();
+    let kubeconfig = directory.path().join("config");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\ncurrent-context: toolforge\nclusters:\n- name: toolforge\n  cluster:\n    server: https://k8s.example.org:6443\ncontexts:\n- name: toolforge\n  context:\n    cluster: toolforge\n    namespace: tool-some-tool\n    user: tf-some-tool\n- name: other\n  context:\n    cluster: toolforge\n    namespace: tool-tf-test\n    user: tf-tf-test\nusers:\n- name: tf-some-tool\n  user: {}\n- name: tf-tf-test\n  user: {}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        directory.path().join("jobs.yaml"),
+        "- name: some-job\n  command: ./a\n  image: bookworm\n  schedule: '@daily'\n- name: cronjobtest\n  command: ./b\n  image: bookworm\n  schedule: '@daily'\n",
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let output = Command::cargo_bin("toolforge-jobs")
+            .unwrap()
+            .current_dir(directory.path())
+            .env_remove("USER")
+            .env_remove("KUBECONFIG")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["validate", "-o", "json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        report["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|job| {
+                job["schedule_actual"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect::<Vec<_>>()
+    };
+    // reference/toolforge.md §1.5 test vectors: `some-tool`/`some-job` and `tf-test`/`cronjobtest` @daily.
+    assert_eq!(run(&[])[0], "56 6 * * *");
+    assert_eq!(run(&["--context", "other"])[1], "13 13 * * *");
+}

@@ -12,6 +12,7 @@ mod validate;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use kube::config::Kubeconfig;
 
 use crate::output::{EXIT_CODES_HELP, ExitStatus, Printer};
 
@@ -147,17 +148,45 @@ impl Error {
     }
 }
 
-/// The tool named by `--tool`, `--namespace tool-<tool>`, or the Toolforge account running us (`tools.<tool>`).
+/// The tool named by `--tool`, `--namespace tool-<tool>`, the kubeconfig context's namespace, or the Toolforge
+/// account running us (`tools.<tool>`), in that order.
 fn tool_name(global: &GlobalArgs) -> Option<String> {
     if let Some(tool) = &global.tool {
         return Some(tool.clone());
     }
-    if let Some(namespace) = &global.namespace {
+    let namespace = global
+        .namespace
+        .clone()
+        .or_else(|| kubeconfig_namespace(global));
+    if let Some(namespace) = namespace {
         return namespace.strip_prefix("tool-").map(str::to_owned);
     }
     std::env::var("USER")
         .ok()
         .and_then(|user| user.strip_prefix("tools.").map(str::to_owned))
+}
+
+/// The namespace of the kubeconfig context in use (`--context`, else the current one), if there is a kubeconfig.
+fn kubeconfig_namespace(global: &GlobalArgs) -> Option<String> {
+    let config = match &global.kubeconfig {
+        Some(path) => Kubeconfig::read_from(path),
+        None => Kubeconfig::read(),
+    };
+    let config = config
+        .inspect_err(|error| tracing::debug!(%error, "no kubeconfig to take the namespace from"))
+        .ok()?;
+    let context_name = global
+        .context
+        .as_ref()
+        .or(config.current_context.as_ref())?;
+    config
+        .contexts
+        .iter()
+        .find(|context| &context.name == context_name)?
+        .context
+        .as_ref()?
+        .namespace
+        .clone()
 }
 
 /// The paths as "`a` or `b`", for messages.

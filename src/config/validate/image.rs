@@ -1,0 +1,116 @@
+//! The `image` key: image name syntax and the lookup in the image table.
+
+use crate::config::diagnostic::Problem;
+use crate::config::fields::Fields;
+use crate::config::image::{ImageName, ImageState, ImageTable, parse_image_name, strip_tag};
+use crate::config::keys::Key;
+
+use super::Context;
+
+pub(super) fn image(
+    fields: &Fields<'_>,
+    context: &Context<'_>,
+    problems: &mut Vec<Problem>,
+) -> Option<(String, ImageName)> {
+    let Some((text, entry)) = fields.text(Key::Image, problems) else {
+        if !fields.has(Key::Image) {
+            problems.push(
+                Problem::error(
+                    "jobs::missing_key",
+                    fields.span.start..fields.span.start,
+                    "job has no `image`",
+                )
+                .with_label("this job")
+                .with_help(image_help(context.images)),
+            );
+        }
+        return None;
+    };
+    let image_name = match parse_image_name(&text) {
+        Ok(image_name) => image_name,
+        Err(error) => {
+            problems.push(
+                Problem::error(
+                    "jobs::invalid_image",
+                    entry.value_range(),
+                    error.to_string(),
+                )
+                .with_label("not an image name")
+                .with_help(image_help(context.images)),
+            );
+            return None;
+        }
+    };
+    if let ImageName::Prebuilt(name) = &image_name {
+        match context.images.find(name) {
+            // A bare name is looked up in the image table, as upstream does; one that is not there cannot run.
+            None if !name.contains('/') => {
+                let suggestions = context.images.suggestions(strip_tag(name));
+                let help = if suggestions.is_empty() {
+                    image_help(context.images)
+                } else {
+                    let listed: Vec<String> = suggestions
+                        .iter()
+                        .map(|short| format!("`{short}`"))
+                        .collect();
+                    format!(
+                        "did you mean {}? {}",
+                        listed.join(" or "),
+                        image_help(context.images)
+                    )
+                };
+                problems.push(
+                    Problem::error(
+                        "jobs::unknown_image",
+                        entry.value_range(),
+                        format!("no such image `{name}`"),
+                    )
+                    .with_label("not a Toolforge image")
+                    .with_help(help),
+                );
+                return None;
+            }
+            None => problems.push(
+                Problem::warning(
+                    "jobs::unknown_image",
+                    entry.value_range(),
+                    format!("image `{name}` is not in the known image table"),
+                )
+                .with_label("unknown image")
+                .with_help(format!(
+                    "{}; the cluster's own table decides when the job is applied",
+                    image_help(context.images)
+                )),
+            ),
+            Some((short, prebuilt)) if prebuilt.state != ImageState::Stable => problems.push(
+                Problem::warning(
+                    "jobs::deprecated_image",
+                    entry.value_range(),
+                    format!("image `{short}` is deprecated"),
+                )
+                .with_label("deprecated")
+                .with_help(format!(
+                    "move to a current image: {}",
+                    stable_list(context.images)
+                )),
+            ),
+            Some(_) => {}
+        }
+    }
+    Some((text, image_name))
+}
+
+fn image_help(images: &ImageTable) -> String {
+    format!(
+        "use a pre-built image ({}) or a build-service image such as `tool-<tool>/<image>:latest`",
+        stable_list(images)
+    )
+}
+
+fn stable_list(images: &ImageTable) -> String {
+    images
+        .stable_names()
+        .map(|name| format!("`{name}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -14,6 +14,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::{self, ClusterState};
+use crate::controllers::{self, Controllers};
 use crate::faults::{Fault, Faults};
 use crate::ops::{self, WriteOptions};
 use crate::persist;
@@ -30,6 +31,8 @@ pub struct Options {
     pub history_limit: usize,
     /// How often watches that allow bookmarks receive one.
     pub bookmark_interval: Duration,
+    /// The controllers to run; `None` serves the API alone (nothing acts on Jobs or pods).
+    pub controllers: Option<Controllers>,
 }
 
 impl Default for Options {
@@ -39,6 +42,7 @@ impl Default for Options {
             state_file: None,
             history_limit: 10_000,
             bookmark_interval: Duration::from_secs(60),
+            controllers: None,
         }
     }
 }
@@ -145,6 +149,9 @@ impl LocalCluster {
                 .with_graceful_shutdown(token.cancelled_owned())
                 .await
         });
+        if let Some(wanted) = &options.controllers {
+            controllers::start(wanted, &store, &shutdown);
+        }
         let writer = options
             .state_file
             .map(|path| tokio::spawn(persist::writer(store, path, shutdown)));

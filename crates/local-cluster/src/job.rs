@@ -1,0 +1,511 @@
+//! The Job controller (reference §3.2): creates a Job's pods, counts finished ones through the
+//! `batch.kubernetes.io/job-tracking` finalizer, retries failures after an exponential back-off, fails the Job
+//! on `backoffLimit` or `activeDeadlineSeconds`, and writes the status and conditions of Kubernetes 1.31+
+//! (`SuccessCriteriaMet`/`FailureTarget`, then `Complete`/`Failed` once no pod is terminating).
+//!
+//! Not covered: Indexed completion mode, `suspend`, pod failure policies, success policies, per-index back-off,
+//! adoption of orphan pods. Counting is one step (status, then finalizer removal) instead of going through
+//! `uncountedTerminatedPods`, which is always written as `{}`.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde_json::{Value, json};
+
+use crate::controller::{self, Action, Effect, Key, Reconciler, is_true, jobs, pods};
+use crate::delete::DeleteOptions;
+use crate::meta;
+use crate::ops::Part;
+use crate::recorder::Event;
+use crate::store::{Change, ObjectKey, Store};
+
+/// The finalizer that keeps a Job's pod until the controller has counted it.
+pub(crate) const TRACKING: &str = "batch.kubernetes.io/job-tracking";
+const COMPONENT: &str = "job-controller";
+
+/// The retry back-off after failed pods: `base × 2^(failures − 1)`, at most `cap`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Backoff {
+    pub(crate) base: Duration,
+    pub(crate) cap: Duration,
+}
+
+impl Backoff {
+    fn delay(self, failures: u32) -> Duration {
+        let factor = 2_u32.saturating_pow(failures.saturating_sub(1));
+        self.base.saturating_mul(factor).min(self.cap)
+    }
+}
+
+/// The Job controller's reconciler; its keys are Job names (a Job that is gone still has pods to release).
+#[derive(Debug)]
+pub(crate) struct JobController {
+    pub(crate) backoff: Backoff,
+}
+
+/// The name of the Job controlling a pod.
+fn controlling_job(pod: &Value) -> Option<&Value> {
+    meta::owner_references(pod).iter().find(|r| {
+        r.get("controller") == Some(&Value::Bool(true))
+            && meta::str_at(r, &["kind"]) == Some("Job")
+            && meta::str_at(r, &["apiVersion"]) == Some("batch/v1")
+    })
+}
+
+impl Reconciler for JobController {
+    fn keys(&self, change: &Change) -> Vec<Key> {
+        if change.resource.is(jobs()) {
+            return vec![Key::of(&change.object)];
+        }
+        if change.resource.is(pods()) {
+            return controlling_job(&change.object)
+                .and_then(|owner| meta::str_at(owner, &["name"]))
+                .map(|name| Key {
+                    namespace: meta::namespace(&change.object).to_owned(),
+                    name: name.to_owned(),
+                })
+                .into_iter()
+                .collect();
+        }
+        Vec::new()
+    }
+
+    fn all(&self, store: &Store) -> Vec<Key> {
+        let mut keys: Vec<Key> = store.list(jobs()).iter().map(Key::of).collect();
+        for pod in store.list(pods()) {
+            if let Some(name) = controlling_job(&pod).and_then(|o| meta::str_at(o, &["name"])) {
+                keys.push(Key {
+                    namespace: meta::namespace(&pod).to_owned(),
+                    name: name.to_owned(),
+                });
+            }
+        }
+        keys
+    }
+
+    fn reconcile(&mut self, key: &Key, store: &Store) -> Action {
+        let (job, pods) = store.read(|s| {
+            let job = s
+                .get(&ObjectKey::new(jobs(), &key.namespace, &key.name))
+                .cloned();
+            let pods: Vec<Value> = s
+                .list(pods(), Some(&key.namespace))
+                .filter(|p| {
+                    controlling_job(p).and_then(|o| meta::str_at(o, &["name"]))
+                        == Some(key.name.as_str())
+                })
+                .cloned()
+                .collect();
+            (job, pods)
+        });
+        decide(job.as_ref(), &pods, Timestamp::now(), self.backoff)
+    }
+}
+
+fn phase(pod: &Value) -> &str {
+    meta::str_at(pod, &["status", "phase"]).unwrap_or_default()
+}
+
+fn is_terminal(pod: &Value) -> bool {
+    matches!(phase(pod), "Succeeded" | "Failed")
+}
+
+fn is_failed(pod: &Value) -> bool {
+    phase(pod) == "Failed" || (meta::is_deleting(pod) && phase(pod) != "Succeeded")
+}
+
+fn is_active(pod: &Value) -> bool {
+    !is_terminal(pod) && !meta::is_deleting(pod)
+}
+
+fn has_tracking(pod: &Value) -> bool {
+    meta::finalizers(pod).iter().any(|f| f == TRACKING)
+}
+
+fn int(value: &Value, path: &[&str]) -> Option<i64> {
+    meta::at(value, path).and_then(Value::as_i64)
+}
+
+/// Removes the tracking finalizer from a pod (which lets a deleted pod go). Unconditional, like the real
+/// controller's patch: a kubelet status write in between must not make a counted pod count again.
+fn release(pod: &Value) -> Effect {
+    let mut pod = pod.clone();
+    meta::remove_at(&mut pod, &["metadata", "resourceVersion"]);
+    let mut finalizers = meta::finalizers(&pod);
+    finalizers.retain(|f| f != TRACKING);
+    meta::set_finalizers(&mut pod, &finalizers);
+    Effect::Replace(pods(), Part::Main, pod)
+}
+
+fn event(job: &Value, kind: &'static str, reason: &str, message: String) -> Effect {
+    Effect::Event(Event::about(
+        jobs(),
+        job,
+        None,
+        kind,
+        reason,
+        message,
+        COMPONENT,
+    ))
+}
+
+fn condition(type_: &str, reason: &str, message: &str, now: &str) -> Value {
+    json!({"type": type_, "status": "True", "reason": reason, "message": message,
+        "lastProbeTime": now, "lastTransitionTime": now})
+}
+
+/// The time a pod finished: its latest container `finishedAt`, else its deletion or creation time.
+fn finish_time(pod: &Value) -> Option<Timestamp> {
+    let statuses = meta::at(pod, &["status", "containerStatuses"])
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    statuses
+        .iter()
+        .filter_map(|c| meta::str_at(c, &["state", "terminated", "finishedAt"]))
+        .filter_map(meta::parse_time)
+        .max()
+        .or_else(|| {
+            meta::str_at(pod, &["metadata", "deletionTimestamp"])
+                .or_else(|| meta::str_at(pod, &["metadata", "creationTimestamp"]))
+                .and_then(meta::parse_time)
+        })
+}
+
+/// When the next pod may be created: failures since the last success, back-off from the last failure.
+fn retry_at(pods: &[&Value], backoff: Backoff) -> Option<Timestamp> {
+    let mut finished: Vec<(Timestamp, bool)> = pods
+        .iter()
+        .filter(|p| is_terminal(p) || meta::is_deleting(p))
+        .filter_map(|p| finish_time(p).map(|t| (t, is_failed(p))))
+        .collect();
+    finished.sort();
+    let failures: Vec<Timestamp> = finished
+        .iter()
+        .rev()
+        .take_while(|(_, failed)| *failed)
+        .map(|(t, _)| *t)
+        .collect();
+    let last = *failures.first()?;
+    let count = u32::try_from(failures.len()).unwrap_or(u32::MAX);
+    let delay = jiff::SignedDuration::try_from(backoff.delay(count)).ok()?;
+    last.checked_add(delay).ok()
+}
+
+/// Why the Job fails now, if it does: (reason, message), in the reference's order.
+fn failure(
+    job: &Value,
+    active: &[&Value],
+    failed: i64,
+    now: Timestamp,
+) -> Option<(&'static str, &'static str)> {
+    const BACKOFF: (&str, &str) = (
+        "BackoffLimitExceeded",
+        "Job has reached the specified backoff limit",
+    );
+    let limit = int(job, &["spec", "backoffLimit"]).unwrap_or(6);
+    if failed > limit {
+        return Some(BACKOFF);
+    }
+    if meta::str_at(job, &["spec", "template", "spec", "restartPolicy"]) == Some("OnFailure") {
+        let restarts: i64 = active
+            .iter()
+            .flat_map(|p| {
+                ["containerStatuses", "initContainerStatuses"]
+                    .into_iter()
+                    .flat_map(|field| {
+                        meta::at(p, &["status", field])
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                    })
+            })
+            .filter_map(|c| c.get("restartCount").and_then(Value::as_i64))
+            .sum();
+        if (limit == 0 && restarts > 0) || (limit > 0 && restarts >= limit) {
+            return Some(BACKOFF);
+        }
+    }
+    deadline(job).filter(|d| now >= *d).map(|_| {
+        (
+            "DeadlineExceeded",
+            "Job was active longer than specified deadline",
+        )
+    })
+}
+
+/// `startTime + activeDeadlineSeconds`, when both are set.
+fn deadline(job: &Value) -> Option<Timestamp> {
+    let start = meta::str_at(job, &["status", "startTime"]).and_then(meta::parse_time)?;
+    let seconds = int(job, &["spec", "activeDeadlineSeconds"])?;
+    start
+        .checked_add(jiff::SignedDuration::from_secs(seconds))
+        .ok()
+}
+
+/// A new pod from the Job's template, owned by the Job and held by the tracking finalizer.
+fn new_pod(job: &Value) -> Value {
+    let template = meta::at(job, &["spec", "template"])
+        .cloned()
+        .unwrap_or_default();
+    let mut pod = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": template.get("metadata").cloned().unwrap_or_else(|| json!({})),
+        "spec": template.get("spec").cloned().unwrap_or_else(|| json!({})),
+    });
+    let name = meta::generate_name(&format!("{}-", meta::name(job)));
+    meta::remove_at(&mut pod, &["metadata", "generateName"]);
+    meta::set_at(&mut pod, &["metadata", "name"], json!(name));
+    meta::set_at(
+        &mut pod,
+        &["metadata", "namespace"],
+        json!(meta::namespace(job)),
+    );
+    meta::set_at(
+        &mut pod,
+        &["metadata", "ownerReferences"],
+        json!([{"apiVersion": "batch/v1", "kind": "Job", "name": meta::name(job), "uid": meta::uid(job),
+            "controller": true, "blockOwnerDeletion": true}]),
+    );
+    meta::set_at(&mut pod, &["metadata", "finalizers"], json!([TRACKING]));
+    pod
+}
+
+/// The decision for one Job name: `job` is the current Job (if any), `pods` the pods a Job of that name controls.
+pub(crate) fn decide(
+    job: Option<&Value>,
+    pods: &[Value],
+    now: Timestamp,
+    backoff: Backoff,
+) -> Action {
+    let mut action = Action::default();
+    let Some(job) = job else {
+        // The Job is gone: its pods must not stay behind because of our finalizer.
+        action
+            .effects
+            .extend(pods.iter().filter(|p| has_tracking(p)).map(release));
+        return action;
+    };
+    let (mine, orphans): (Vec<&Value>, Vec<&Value>) = pods.iter().partition(|p| {
+        controlling_job(p).and_then(|o| meta::str_at(o, &["uid"])) == Some(meta::uid(job))
+    });
+    action
+        .effects
+        .extend(orphans.into_iter().filter(|p| has_tracking(p)).map(release));
+    let finished = is_true(job, "Complete") || is_true(job, "Failed");
+    if meta::is_deleting(job) || finished {
+        action.effects.extend(
+            mine.iter()
+                .filter(|p| has_tracking(p) && (meta::is_deleting(job) || !is_active(p)))
+                .map(|p| release(p)),
+        );
+        return action;
+    }
+    sync(job, &mine, now, backoff, action)
+}
+
+/// The decision for a live, unfinished Job and its pods.
+fn sync(
+    job: &Value,
+    mine: &[&Value],
+    now: Timestamp,
+    backoff: Backoff,
+    mut action: Action,
+) -> Action {
+    let now_text = meta::format_time(now);
+    let Pods {
+        active,
+        terminating,
+        uncounted,
+        succeeded,
+        failed,
+    } = Pods::of(job, mine);
+    let mut status = job.get("status").cloned().unwrap_or_else(|| json!({}));
+    if meta::at(&status, &["startTime"]).is_none() {
+        meta::set_at(&mut status, &["startTime"], json!(now_text));
+    }
+    let mut conditions: Vec<Value> = meta::at(&status, &["conditions"])
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut pod_effects = Vec::new();
+    let mut events = Vec::new();
+    let mut created = 0;
+    // The terminal condition to add once no pod is active or terminating, with its reason and message.
+    let ending: Option<(&str, String, String)> =
+        if let Some((reason, message)) = reason_of(&conditions, "FailureTarget") {
+            // Active pods left behind by a failed delete are deleted again.
+            pod_effects.extend(delete_pods(job, &active, &mut events));
+            Some(("Failed", reason, message))
+        } else if let Some((reason, message)) = reason_of(&conditions, "SuccessCriteriaMet") {
+            Some(("Complete", reason, message))
+        } else if let Some((reason, message)) = failure(job, &active, failed, now) {
+            conditions.push(condition("FailureTarget", reason, message, &now_text));
+            pod_effects.extend(delete_pods(job, &active, &mut events));
+            Some(("Failed", reason.to_owned(), message.to_owned()))
+        } else if active.is_empty()
+            && int(job, &["spec", "completions"]).map_or(succeeded >= 1, |c| succeeded >= c)
+        {
+            let (reason, message) = (
+                "CompletionsReached",
+                "Reached expected number of succeeded pods",
+            );
+            conditions.push(condition("SuccessCriteriaMet", reason, message, &now_text));
+            Some(("Complete", reason.to_owned(), message.to_owned()))
+        } else {
+            let wanted = wanted_active(job, succeeded);
+            if active.len() < wanted {
+                if let Some(at) = retry_at(mine, backoff).filter(|at| *at > now) {
+                    action.requeue(now.duration_until(at).unsigned_abs());
+                } else {
+                    created = wanted - active.len();
+                    pod_effects.extend(create_pods(job, created, &mut events));
+                }
+            }
+            if let Some(at) = deadline(job) {
+                action.requeue(now.duration_until(at).unsigned_abs());
+            }
+            None
+        };
+    if let Some((type_, reason, message)) = ending
+        && active.is_empty()
+        && terminating == 0
+    {
+        conditions.push(condition(type_, &reason, &message, &now_text));
+        if type_ == "Complete" {
+            meta::set_at(&mut status, &["completionTime"], json!(now_text));
+            events.push(event(
+                job,
+                "Normal",
+                "Completed",
+                "Job completed".to_owned(),
+            ));
+        } else {
+            events.push(event(job, "Warning", &reason, message));
+        }
+    }
+    let ready = active.iter().filter(|p| is_true(p, "Ready")).count();
+    set_counts(&mut status, active.len() + created, succeeded, failed);
+    meta::set_at(&mut status, &["ready"], json!(ready));
+    meta::set_at(&mut status, &["terminating"], json!(terminating));
+    meta::set_at(&mut status, &["uncountedTerminatedPods"], json!({}));
+    if !conditions.is_empty() {
+        meta::set_at(&mut status, &["conditions"], Value::Array(conditions));
+    }
+    if job.get("status") != Some(&status) {
+        let mut updated = job.clone();
+        meta::set_at(&mut updated, &["status"], status);
+        action
+            .effects
+            .push(Effect::Replace(jobs(), Part::Status, updated));
+    }
+    // Finalizers go only once the counts that include these pods are stored.
+    action.effects.extend(uncounted.into_iter().map(release));
+    action.effects.extend(pod_effects);
+    action.effects.extend(events);
+    action
+}
+
+/// The pods of a Job, sorted the way its status counts them.
+struct Pods<'a> {
+    active: Vec<&'a Value>,
+    terminating: usize,
+    /// Finished (or deleted) pods still holding the tracking finalizer: not yet in `succeeded`/`failed`.
+    uncounted: Vec<&'a Value>,
+    /// `succeeded` and `failed` including the uncounted pods.
+    succeeded: i64,
+    failed: i64,
+}
+
+impl<'a> Pods<'a> {
+    fn of(job: &Value, mine: &[&'a Value]) -> Self {
+        let uncounted: Vec<&Value> = mine
+            .iter()
+            .copied()
+            .filter(|p| has_tracking(p) && (is_terminal(p) || meta::is_deleting(p)))
+            .collect();
+        let newly_failed = uncounted.iter().filter(|p| is_failed(p)).count();
+        let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        Pods {
+            active: mine.iter().copied().filter(|p| is_active(p)).collect(),
+            terminating: mine
+                .iter()
+                .filter(|p| meta::is_deleting(p) && !is_terminal(p))
+                .count(),
+            succeeded: int(job, &["status", "succeeded"]).unwrap_or(0)
+                + count(uncounted.len() - newly_failed),
+            failed: int(job, &["status", "failed"]).unwrap_or(0) + count(newly_failed),
+            uncounted,
+        }
+    }
+}
+
+/// Writes `active`, `succeeded` and `failed`, omitted when zero as Go does.
+fn set_counts(status: &mut Value, active: usize, succeeded: i64, failed: i64) {
+    let counts = [
+        ("active", i64::try_from(active).unwrap_or(i64::MAX)),
+        ("succeeded", succeeded),
+        ("failed", failed),
+    ];
+    for (field, count) in counts {
+        if count == 0 {
+            meta::remove_at(status, &[field]);
+        } else {
+            meta::set_at(status, &[field], json!(count));
+        }
+    }
+}
+
+/// Creates `count` pods, each with its `SuccessfulCreate` event.
+fn create_pods(job: &Value, count: usize, events: &mut Vec<Effect>) -> Vec<Effect> {
+    (0..count)
+        .map(|_| {
+            let pod = new_pod(job);
+            let message = format!("Created pod: {}", meta::name(&pod));
+            events.push(event(job, "Normal", "SuccessfulCreate", message));
+            Effect::Create(controller::pods(), pod)
+        })
+        .collect()
+}
+
+/// The reason and message of a condition already in the list.
+fn reason_of(conditions: &[Value], type_: &str) -> Option<(String, String)> {
+    let found = conditions
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))?;
+    let text = |field: &str| {
+        found
+            .get(field)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    Some((text("reason"), text("message")))
+}
+
+/// How many pods should be active now.
+fn wanted_active(job: &Value, succeeded: i64) -> usize {
+    let parallelism = int(job, &["spec", "parallelism"]).unwrap_or(1);
+    let wanted = match int(job, &["spec", "completions"]) {
+        // Without completions, the first success means no new pods.
+        None if succeeded > 0 => 0,
+        None => parallelism,
+        Some(completions) => parallelism.min(completions - succeeded),
+    };
+    usize::try_from(wanted).unwrap_or(0)
+}
+
+/// Deletes pods (Background, the pod's own grace period), each with its `SuccessfulDelete` event.
+fn delete_pods(job: &Value, pods: &[&Value], events: &mut Vec<Effect>) -> Vec<Effect> {
+    pods.iter()
+        .map(|pod| {
+            events.push(event(
+                job,
+                "Normal",
+                "SuccessfulDelete",
+                format!("Deleted pod: {}", meta::name(pod)),
+            ));
+            Effect::Delete(controller::pods(), (*pod).clone(), DeleteOptions::default())
+        })
+        .collect()
+}

@@ -1,0 +1,614 @@
+//! The kubelet of the local cluster's single node. Today it has one mode, [`Kubelet::Scripted`]: containers run
+//! nothing and follow an [`Outcome`] chosen per pod by a [`Script`], KWOK-style (reference §4) — every step is
+//! a status write through the API plus the kubelet's Events, so watchers see what a real node shows: binding,
+//! `ContainerCreating`, running, terminated with the right reason and exit code, crash-loop and image-pull
+//! back-offs, and graceful deletion. Running real processes is a second mode to come behind the same enum.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::controller::{Action, Effect, Key, Reconciler, pods};
+use crate::meta;
+use crate::ops::Part;
+use crate::pod_status::{self, NODE, PodView};
+use crate::recorder::Event;
+use crate::store::{Change, EventType, ObjectKey, Store};
+
+/// How the node runs pods.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kubelet {
+    /// Containers follow a script instead of running (tests).
+    Scripted(Script),
+}
+
+/// What the containers of a scripted pod do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Run for `after`, then exit 0 (`Completed`).
+    Succeed {
+        /// How long the container runs.
+        after: Duration,
+    },
+    /// Run for `after`, then exit with `code` (`Error`); restarted with back-off under OnFailure/Always.
+    Exit {
+        /// The exit code (non-zero).
+        code: i32,
+        /// How long the container runs.
+        after: Duration,
+    },
+    /// Run for `after`, then get killed for memory (`OOMKilled`, 137).
+    OomKilled {
+        /// How long the container runs.
+        after: Duration,
+    },
+    /// The runtime cannot start the command (`StartError`, 128, as containerd reports a missing executable).
+    CannotStart,
+    /// The image cannot be pulled: `ErrImagePull`, then `ImagePullBackOff`; the pod stays Pending.
+    ImagePullError,
+    /// Run until the pod is deleted.
+    RunForever,
+}
+
+/// Chooses an [`Outcome`] per pod: the first matching rule (by image, or by a pod label such as
+/// `job-name`), else the default; plus the timings of the simulated node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Script {
+    default: Outcome,
+    rules: Vec<(Match, Outcome)>,
+    start_delay: Duration,
+    restart_backoff: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Match {
+    Image(String),
+    Label(String, String),
+}
+
+impl Script {
+    /// Every pod gets `default`; containers start 10 ms after binding and crash loops back off from 10 s.
+    #[must_use]
+    pub fn new(default: Outcome) -> Self {
+        Script {
+            default,
+            rules: Vec::new(),
+            start_delay: Duration::from_millis(10),
+            restart_backoff: Duration::from_secs(10),
+        }
+    }
+
+    /// Pods with a container of this image (exactly as written in the pod) get `outcome`.
+    #[must_use]
+    pub fn image(mut self, image: &str, outcome: Outcome) -> Self {
+        self.rules.push((Match::Image(image.to_owned()), outcome));
+        self
+    }
+
+    /// Pods with this label (e.g. `job-name`) get `outcome`.
+    #[must_use]
+    pub fn label(mut self, key: &str, value: &str, outcome: Outcome) -> Self {
+        self.rules
+            .push((Match::Label(key.to_owned(), value.to_owned()), outcome));
+        self
+    }
+
+    /// How long containers stay `ContainerCreating` (a slow start is a long delay).
+    #[must_use]
+    pub fn start_delay(mut self, delay: Duration) -> Self {
+        self.start_delay = delay;
+        self
+    }
+
+    /// The first crash-loop (and image-pull) back-off; it doubles per restart up to 30 times this (10 s → 300 s).
+    #[must_use]
+    pub fn restart_backoff(mut self, backoff: Duration) -> Self {
+        self.restart_backoff = backoff;
+        self
+    }
+
+    fn outcome(&self, pod: &Value) -> &Outcome {
+        let images: Vec<String> = pod_status::containers(pod)
+            .into_iter()
+            .map(|(_, i)| i)
+            .collect();
+        self.rules
+            .iter()
+            .find(|(m, _)| match m {
+                Match::Image(image) => images.contains(image),
+                Match::Label(key, value) => {
+                    meta::labels(pod)
+                        .and_then(|l| l.get(key))
+                        .and_then(Value::as_str)
+                        == Some(value)
+                }
+            })
+            .map_or(&self.default, |(_, o)| o)
+    }
+}
+
+/// Where a pod's containers are in their script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Creating,
+    PullFailed,
+    Running,
+    BackingOff,
+    PullBackOff,
+}
+
+/// The kubelet's memory of one pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    stage: Stage,
+    since: Instant,
+    restarts: u32,
+}
+
+/// The scripted kubelet's reconciler; its keys are pods.
+#[derive(Debug)]
+pub(crate) struct ScriptedKubelet {
+    script: Script,
+    runs: HashMap<String, Run>,
+}
+
+impl ScriptedKubelet {
+    pub(crate) fn new(script: Script) -> Self {
+        ScriptedKubelet {
+            script,
+            runs: HashMap::new(),
+        }
+    }
+}
+
+impl Reconciler for ScriptedKubelet {
+    fn keys(&self, change: &Change) -> Vec<Key> {
+        if change.resource.is(pods()) && change.event != EventType::Deleted {
+            vec![Key::of(&change.object)]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn all(&self, store: &Store) -> Vec<Key> {
+        store.list(pods()).iter().map(Key::of).collect()
+    }
+
+    fn reconcile(&mut self, key: &Key, store: &Store) -> Action {
+        let pod = store.read(|s| {
+            s.get(&ObjectKey::new(pods(), &key.namespace, &key.name))
+                .cloned()
+        });
+        let Some(pod) = pod else {
+            return Action::default();
+        };
+        let uid = meta::uid(&pod).to_owned();
+        let now = Instant::now();
+        let run = self.runs.get(&uid).copied();
+        let elapsed = run.map(|r| now.saturating_duration_since(r.since));
+        let (action, next) = step(
+            &pod,
+            run.map(|r| (r, elapsed.unwrap_or_default())),
+            &self.script,
+            &meta::now(),
+        );
+        match next {
+            Some(Next::Keep) => {}
+            Some(Next::Enter(stage, restarts)) => {
+                self.runs.insert(
+                    uid,
+                    Run {
+                        stage,
+                        since: now,
+                        restarts,
+                    },
+                );
+            }
+            None => {
+                self.runs.remove(&uid);
+            }
+        }
+        action
+    }
+}
+
+/// What to remember after a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    Keep,
+    Enter(Stage, u32),
+}
+
+fn is_terminal(pod: &Value) -> bool {
+    matches!(
+        meta::str_at(pod, &["status", "phase"]),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+fn waiting(reason: &str, message: &str) -> Value {
+    if message.is_empty() {
+        json!({"waiting": {"reason": reason}})
+    } else {
+        json!({"waiting": {"reason": reason, "message": message}})
+    }
+}
+
+/// The previous run's state, as `lastState` shows it after a restart.
+fn previous(pod: &Value) -> Value {
+    meta::at(pod, &["status", "containerStatuses"])
+        .and_then(Value::as_array)
+        .and_then(|l| l.first())
+        .and_then(|c| c.get("state"))
+        .filter(|s| s.get("terminated").is_some())
+        .cloned()
+        .unwrap_or_else(|| json!({}))
+}
+
+fn started_at(pod: &Value) -> Value {
+    meta::at(pod, &["status", "containerStatuses"])
+        .and_then(Value::as_array)
+        .and_then(|l| l.first())
+        .and_then(|c| meta::at(c, &["state", "running", "startedAt"]))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// The restart back-off after `restarts` restarts: doubling from the script's base, capped at 30 times it.
+fn crash_backoff(script: &Script, restarts: u32) -> Duration {
+    let factor = 2_u32.saturating_pow(restarts.saturating_sub(1)).min(30);
+    script.restart_backoff.saturating_mul(factor)
+}
+
+/// A duration as Go prints it in kubelet messages: `10s`, `5m0s`, `20ms`.
+fn go_duration(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    if duration.subsec_millis() != 0 && seconds == 0 {
+        format!("{}ms", duration.as_millis())
+    } else if seconds >= 60 {
+        format!("{}m{}s", seconds / 60, seconds % 60)
+    } else {
+        format!("{seconds}s")
+    }
+}
+
+/// How long a container of this outcome runs before exiting, if it exits.
+fn run_length(outcome: &Outcome) -> Option<Duration> {
+    match outcome {
+        Outcome::Succeed { after } | Outcome::Exit { after, .. } | Outcome::OomKilled { after } => {
+            Some(*after)
+        }
+        Outcome::CannotStart | Outcome::ImagePullError | Outcome::RunForever => None,
+    }
+}
+
+/// One decision about one pod.
+struct Step<'a> {
+    pod: &'a Value,
+    script: &'a Script,
+    restarts: u32,
+    now: &'a str,
+    action: Action,
+}
+
+impl Step<'_> {
+    fn write(
+        &mut self,
+        phase: &'static str,
+        state: Value,
+        last_state: Value,
+        restart_count: u32,
+        ready: bool,
+    ) {
+        let view = PodView {
+            phase,
+            state,
+            last_state,
+            restart_count,
+            ready,
+        };
+        let mut updated = self.pod.clone();
+        meta::set_at(
+            &mut updated,
+            &["status"],
+            pod_status::render(self.pod, &view, self.now),
+        );
+        self.action
+            .effects
+            .push(Effect::Replace(pods(), Part::Status, updated));
+    }
+
+    /// The previous run, shown as `lastState` once a container restarted.
+    fn last_state(&self) -> Value {
+        if self.restarts > 0 {
+            previous(self.pod)
+        } else {
+            json!({})
+        }
+    }
+
+    fn events(&mut self, kind: &'static str, reason: &str, message: impl Fn(&str, &str) -> String) {
+        for (name, image) in pod_status::containers(self.pod) {
+            let path = format!("spec.containers{{{name}}}");
+            let event = Event::about(
+                pods(),
+                self.pod,
+                Some(path),
+                kind,
+                reason,
+                message(&name, &image),
+                "kubelet",
+            );
+            self.action.effects.push(Effect::Event(event));
+        }
+    }
+
+    fn first_image(&self) -> String {
+        pod_status::containers(self.pod)
+            .into_iter()
+            .next()
+            .map(|(_, image)| image)
+            .unwrap_or_default()
+    }
+
+    fn done(self, next: Option<Next>) -> (Action, Option<Next>) {
+        (self.action, next)
+    }
+
+    /// Containers are created: they start, fail to start, or their image cannot be pulled.
+    fn start(mut self, outcome: &Outcome) -> (Action, Option<Next>) {
+        match outcome {
+            Outcome::ImagePullError => {
+                let image = self.first_image();
+                let error = format!(
+                    "rpc error: code = NotFound desc = failed to pull and unpack image \"{image}\": failed to resolve reference \"{image}\": not found"
+                );
+                self.write(
+                    "Pending",
+                    waiting("ErrImagePull", &error),
+                    self.last_state(),
+                    self.restarts,
+                    false,
+                );
+                self.events("Warning", "Failed", |_, image| {
+                    format!("Failed to pull image \"{image}\": {error}")
+                });
+                self.events("Warning", "Failed", |_, _| "Error: ErrImagePull".to_owned());
+                self.action.requeue_after = Some(self.script.restart_backoff);
+                let restarts = self.restarts;
+                self.done(Some(Next::Enter(Stage::PullFailed, restarts)))
+            }
+            Outcome::CannotStart => {
+                let command = meta::at(self.pod, &["spec", "containers"])
+                    .and_then(Value::as_array)
+                    .and_then(|l| l.first())
+                    .and_then(|c| c.get("command").or_else(|| c.get("args")))
+                    .and_then(Value::as_array)
+                    .and_then(|l| l.first())
+                    .and_then(Value::as_str)
+                    .unwrap_or("sh")
+                    .to_owned();
+                let message = format!(
+                    "failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: \"{command}\": executable file not found in $PATH: unknown"
+                );
+                self.events("Normal", "Pulled", |_, image| {
+                    format!("Container image \"{image}\" already present on machine")
+                });
+                self.events("Normal", "Created", |name, _| {
+                    format!("Created container: {name}")
+                });
+                self.events("Warning", "Failed", |_, _| format!("Error: {message}"));
+                let terminated = json!({"terminated": {"exitCode": 128, "reason": "StartError", "message": message,
+                    "startedAt": "1970-01-01T00:00:00Z", "finishedAt": self.now}});
+                self.exited(terminated, false)
+            }
+            Outcome::Succeed { .. }
+            | Outcome::Exit { .. }
+            | Outcome::OomKilled { .. }
+            | Outcome::RunForever => {
+                self.write(
+                    "Running",
+                    json!({"running": {"startedAt": self.now}}),
+                    self.last_state(),
+                    self.restarts,
+                    true,
+                );
+                self.events("Normal", "Pulled", |_, image| {
+                    format!("Container image \"{image}\" already present on machine")
+                });
+                self.events("Normal", "Created", |name, _| {
+                    format!("Created container: {name}")
+                });
+                self.events("Normal", "Started", |name, _| {
+                    format!("Started container {name}")
+                });
+                self.action.requeue_after = run_length(outcome);
+                let restarts = self.restarts;
+                self.done(Some(Next::Enter(Stage::Running, restarts)))
+            }
+        }
+    }
+
+    /// Containers exited with `terminated`: the pod finishes, or they are restarted after a back-off.
+    fn exited(mut self, terminated: Value, success: bool) -> (Action, Option<Next>) {
+        let restart = match meta::str_at(self.pod, &["spec", "restartPolicy"]).unwrap_or("Always") {
+            "Never" => false,
+            "OnFailure" => !success,
+            _ => true,
+        };
+        if !restart {
+            let phase = if success { "Succeeded" } else { "Failed" };
+            self.write(phase, terminated, self.last_state(), self.restarts, false);
+            return self.done(None);
+        }
+        let restarts = self.restarts + 1;
+        let backoff = crash_backoff(self.script, restarts);
+        let pod = format!(
+            "{}_{}({})",
+            meta::name(self.pod),
+            meta::namespace(self.pod),
+            meta::uid(self.pod)
+        );
+        let name = pod_status::containers(self.pod)
+            .into_iter()
+            .next()
+            .map(|(n, _)| n)
+            .unwrap_or_default();
+        let message = format!(
+            "back-off {} restarting failed container={name} pod={pod}",
+            go_duration(backoff)
+        );
+        self.write(
+            "Running",
+            waiting("CrashLoopBackOff", &message),
+            terminated,
+            restarts,
+            false,
+        );
+        self.events("Warning", "BackOff", |name, _| {
+            format!("Back-off restarting failed container {name} in pod {pod}")
+        });
+        self.action.requeue_after = Some(backoff);
+        self.done(Some(Next::Enter(Stage::BackingOff, restarts)))
+    }
+}
+
+/// Stops a deleted pod's containers (they honour SIGTERM at once: exit 143) and writes the terminal status,
+/// after which the pod goes away unless finalizers hold it.
+fn terminate(pod: &Value, restarts: u32, now: &str) -> Action {
+    let mut step = Step {
+        pod,
+        script: &Script::new(Outcome::RunForever),
+        restarts,
+        now,
+        action: Action::default(),
+    };
+    let running = started_at(pod);
+    let state = if running.is_null() {
+        json!({"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown",
+            "message": "The container could not be located when the pod was terminated",
+            "startedAt": null, "finishedAt": now}})
+    } else {
+        json!({"terminated": {"exitCode": 143, "reason": "Error", "startedAt": running, "finishedAt": now}})
+    };
+    step.write("Failed", state, step.last_state(), restarts, false);
+    if !running.is_null() {
+        step.events("Normal", "Killing", |name, _| {
+            format!("Stopping container {name}")
+        });
+    }
+    step.action
+}
+
+/// The decision for one pod: `run` is the kubelet's memory of it and the time spent in that stage.
+fn step(
+    pod: &Value,
+    run: Option<(Run, Duration)>,
+    script: &Script,
+    now: &str,
+) -> (Action, Option<Next>) {
+    let mut action = Action::default();
+    if meta::str_at(pod, &["spec", "nodeName"]).is_none_or(str::is_empty) {
+        // The scheduler's part: bind to the only node.
+        let mut bound = pod.clone();
+        meta::set_at(&mut bound, &["spec", "nodeName"], json!(NODE));
+        action
+            .effects
+            .push(Effect::Replace(pods(), Part::Main, bound));
+        action.effects.push(Effect::Event(Event::about(
+            pods(),
+            pod,
+            None,
+            "Normal",
+            "Scheduled",
+            format!(
+                "Successfully assigned {}/{} to {NODE}",
+                meta::namespace(pod),
+                meta::name(pod)
+            ),
+            "default-scheduler",
+        )));
+        return (action, None);
+    }
+    if is_terminal(pod) {
+        return (action, None);
+    }
+    let restarts = run.map_or(0, |(r, _)| r.restarts);
+    if meta::is_deleting(pod) {
+        return (terminate(pod, restarts, now), None);
+    }
+    let outcome = script.outcome(pod);
+    let mut step = Step {
+        pod,
+        script,
+        restarts,
+        now,
+        action,
+    };
+    let Some((run, elapsed)) = run else {
+        step.write(
+            "Pending",
+            waiting("ContainerCreating", ""),
+            json!({}),
+            0,
+            false,
+        );
+        step.events("Normal", "Pulling", |_, image| {
+            format!("Pulling image \"{image}\"")
+        });
+        step.action.requeue_after = Some(script.start_delay);
+        return step.done(Some(Next::Enter(Stage::Creating, 0)));
+    };
+    let length = match run.stage {
+        Stage::Creating => Some(script.start_delay),
+        Stage::BackingOff => Some(crash_backoff(script, restarts)),
+        Stage::PullFailed => Some(script.restart_backoff),
+        Stage::PullBackOff => None,
+        Stage::Running => run_length(outcome),
+    };
+    match length {
+        Some(length) if elapsed >= length => {}
+        Some(length) => {
+            step.action.requeue_after = Some(length.saturating_sub(elapsed));
+            return step.done(Some(Next::Keep));
+        }
+        // Nothing more happens until the pod is deleted.
+        None => return step.done(Some(Next::Keep)),
+    }
+    match run.stage {
+        Stage::Creating | Stage::BackingOff => step.start(outcome),
+        Stage::PullFailed | Stage::PullBackOff => {
+            let image = step.first_image();
+            step.write(
+                "Pending",
+                waiting(
+                    "ImagePullBackOff",
+                    &format!("Back-off pulling image \"{image}\""),
+                ),
+                json!({}),
+                restarts,
+                false,
+            );
+            step.events("Normal", "BackOff", |_, image| {
+                format!("Back-off pulling image \"{image}\"")
+            });
+            step.events("Warning", "Failed", |_, _| {
+                "Error: ImagePullBackOff".to_owned()
+            });
+            // The scripted image never appears, so the pull is not retried (retries would only repeat events).
+            step.done(Some(Next::Enter(Stage::PullBackOff, restarts)))
+        }
+        Stage::Running => {
+            let (code, reason) = match outcome {
+                Outcome::Exit { code, .. } => (*code, "Error"),
+                Outcome::OomKilled { .. } => (137, "OOMKilled"),
+                _ => (0, "Completed"),
+            };
+            let terminated = json!({"terminated": {"exitCode": code, "reason": reason,
+                "startedAt": started_at(pod), "finishedAt": now}});
+            step.exited(terminated, code == 0)
+        }
+    }
+}

@@ -1,0 +1,399 @@
+//! The Job and TTL controllers with the scripted kubelet, seen through kube-rs as a reconciler sees them: Jobs
+//! that succeed, fail, run out of time or cannot pull their image, with the status, conditions, pods and Events
+//! of Kubernetes 1.33. Delays are shortened through `Controllers` and `Script` so each test takes under seconds.
+
+use std::future::Future;
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::{Api, ListParams, PostParams};
+use serde_json::{Value, json};
+use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, Outcome, Script};
+
+const MS: Duration = Duration::from_millis(1);
+
+async fn start(script: Script) -> (LocalCluster, kube::Client) {
+    let cluster = LocalCluster::start(Options {
+        controllers: Some(Controllers {
+            job_backoff_base: 20 * MS,
+            job_backoff_cap: 100 * MS,
+            kubelet: Some(Kubelet::Scripted(script.restart_backoff(30 * MS))),
+        }),
+        ..Options::default()
+    })
+    .await
+    .expect("cluster starts");
+    let client = cluster.client().expect("client");
+    (cluster, client)
+}
+
+fn job(name: &str, image: &str, spec: &Value) -> Job {
+    let mut body = json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "main", "image": image, "command": ["run-it"]}]}}}
+    });
+    if let (Some(target), Some(extra)) = (body["spec"].as_object_mut(), spec.as_object()) {
+        target.extend(extra.clone());
+    }
+    serde_json::from_value(body).expect("valid job")
+}
+
+/// Polls `check` until it returns something, for at most 10 seconds.
+async fn eventually<T, F: Future<Output = Option<T>>>(
+    what: &str,
+    mut check: impl FnMut() -> F,
+) -> T {
+    for _ in 0..500 {
+        if let Some(found) = check().await {
+            return found;
+        }
+        tokio::time::sleep(20 * MS).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+async fn finished(jobs: &Api<Job>, name: &str, condition: &str) -> Job {
+    eventually(condition, || async {
+        let job = jobs.get(name).await.expect("job exists");
+        let conditions = job.status.as_ref()?.conditions.as_ref()?;
+        conditions
+            .iter()
+            .any(|c| c.type_ == condition && c.status == "True")
+            .then_some(job)
+    })
+    .await
+}
+
+fn conditions(job: &Job) -> Vec<(String, Option<String>, Option<String>)> {
+    job.status
+        .as_ref()
+        .and_then(|s| s.conditions.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| (c.type_, c.reason, c.message))
+        .collect()
+}
+
+async fn pods_of(client: &kube::Client, job: &str) -> Vec<Pod> {
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    pods.list(&ListParams::default().labels(&format!("job-name={job}")))
+        .await
+        .expect("pods listed")
+        .items
+}
+
+/// (type, reason, message) of the Events about one object, oldest first.
+async fn events_about(client: &kube::Client, name: &str) -> Vec<(String, String, String)> {
+    let events: Api<Event> = Api::default_namespaced(client.clone());
+    let mut found: Vec<Event> = events
+        .list(&ListParams::default())
+        .await
+        .expect("events listed")
+        .items
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some(name))
+        .collect();
+    found.sort_by_key(|e| e.metadata.name.clone());
+    found
+        .into_iter()
+        .map(|e| {
+            (
+                e.type_.unwrap_or_default(),
+                e.reason.unwrap_or_default(),
+                e.message.unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+fn terminated(pod: &Pod) -> Option<(i32, String)> {
+    let state = pod
+        .status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .first()?
+        .state
+        .as_ref()?;
+    let terminated = state.terminated.as_ref()?;
+    Some((
+        terminated.exit_code,
+        terminated.reason.clone().unwrap_or_default(),
+    ))
+}
+
+#[tokio::test]
+async fn a_succeeding_job_completes_with_its_counts_conditions_pod_and_events() {
+    let (_cluster, client) = start(Script::new(Outcome::Succeed { after: 50 * MS })).await;
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    jobs.create(&PostParams::default(), &job("hello", "busybox", &json!({})))
+        .await
+        .expect("created");
+    let done = finished(&jobs, "hello", "Complete").await;
+    let status = done.status.clone().expect("status");
+    assert_eq!(status.succeeded, Some(1));
+    assert_eq!(status.active, None, "0 is omitted");
+    assert_eq!((status.ready, status.terminating), (Some(0), Some(0)));
+    assert!(status.start_time.is_some() && status.completion_time.is_some());
+    let reached = (
+        Some("CompletionsReached".to_owned()),
+        Some("Reached expected number of succeeded pods".to_owned()),
+    );
+    assert_eq!(
+        conditions(&done),
+        [
+            (
+                "SuccessCriteriaMet".to_owned(),
+                reached.0.clone(),
+                reached.1.clone()
+            ),
+            ("Complete".to_owned(), reached.0, reached.1),
+        ]
+    );
+
+    let pods = pods_of(&client, "hello").await;
+    assert_eq!(pods.len(), 1);
+    let pod = &pods[0];
+    let name = pod.metadata.name.clone().expect("name");
+    assert!(
+        name.starts_with("hello-") && name.len() == "hello-".len() + 5,
+        "{name}"
+    );
+    let owner = &pod.metadata.owner_references.as_ref().expect("owned")[0];
+    assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("Job", "hello"));
+    assert_eq!(
+        (owner.controller, owner.block_owner_deletion),
+        (Some(true), Some(true))
+    );
+    assert_eq!(Some(owner.uid.clone()), done.metadata.uid);
+    let labels = pod.metadata.labels.clone().expect("labels");
+    for key in [
+        "batch.kubernetes.io/controller-uid",
+        "batch.kubernetes.io/job-name",
+        "controller-uid",
+        "job-name",
+    ] {
+        assert!(labels.contains_key(key), "missing label {key}");
+    }
+    assert_eq!(
+        pod.metadata.finalizers, None,
+        "the tracking finalizer is removed once counted"
+    );
+    assert_eq!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded")
+    );
+    assert_eq!(terminated(pod), Some((0, "Completed".to_owned())));
+
+    let job_events = events_about(&client, "hello").await;
+    assert_eq!(
+        job_events,
+        [
+            (
+                "Normal".to_owned(),
+                "SuccessfulCreate".to_owned(),
+                format!("Created pod: {name}")
+            ),
+            (
+                "Normal".to_owned(),
+                "Completed".to_owned(),
+                "Job completed".to_owned()
+            ),
+        ]
+    );
+    let reasons: Vec<String> = events_about(&client, &name)
+        .await
+        .into_iter()
+        .map(|(_, r, _)| r)
+        .collect();
+    assert_eq!(
+        reasons,
+        ["Scheduled", "Pulling", "Pulled", "Created", "Started"]
+    );
+}
+
+#[tokio::test]
+async fn a_failing_job_with_backoff_limit_2_runs_three_pods_then_fails() {
+    let (_cluster, client) = start(Script::new(Outcome::Exit {
+        code: 3,
+        after: 10 * MS,
+    }))
+    .await;
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    jobs.create(
+        &PostParams::default(),
+        &job("flaky", "busybox", &json!({"backoffLimit": 2})),
+    )
+    .await
+    .expect("created");
+    let failed = finished(&jobs, "flaky", "Failed").await;
+    let status = failed.status.clone().expect("status");
+    assert_eq!(
+        (status.failed, status.succeeded, status.active),
+        (Some(3), None, None)
+    );
+    assert_eq!(
+        status.completion_time, None,
+        "only complete Jobs have a completionTime"
+    );
+    let limit = (
+        Some("BackoffLimitExceeded".to_owned()),
+        Some("Job has reached the specified backoff limit".to_owned()),
+    );
+    assert_eq!(
+        conditions(&failed),
+        [
+            ("FailureTarget".to_owned(), limit.0.clone(), limit.1.clone()),
+            ("Failed".to_owned(), limit.0, limit.1),
+        ]
+    );
+    let pods = pods_of(&client, "flaky").await;
+    assert_eq!(pods.len(), 3);
+    for pod in &pods {
+        assert_eq!(
+            pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+            Some("Failed")
+        );
+        assert_eq!(terminated(pod), Some((3, "Error".to_owned())));
+    }
+    let events = events_about(&client, "flaky").await;
+    assert_eq!(
+        events
+            .iter()
+            .filter(|(_, r, _)| r == "SuccessfulCreate")
+            .count(),
+        3
+    );
+    assert_eq!(
+        events.last(),
+        Some(&(
+            "Warning".to_owned(),
+            "BackoffLimitExceeded".to_owned(),
+            "Job has reached the specified backoff limit".to_owned()
+        ))
+    );
+}
+
+#[tokio::test]
+async fn a_job_past_its_active_deadline_fails_and_its_pod_is_deleted() {
+    let (_cluster, client) = start(Script::new(Outcome::RunForever)).await;
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    jobs.create(
+        &PostParams::default(),
+        &job("slow", "busybox", &json!({"activeDeadlineSeconds": 1})),
+    )
+    .await
+    .expect("created");
+    let failed = finished(&jobs, "slow", "Failed").await;
+    let deadline = (
+        Some("DeadlineExceeded".to_owned()),
+        Some("Job was active longer than specified deadline".to_owned()),
+    );
+    assert_eq!(
+        conditions(&failed),
+        [
+            (
+                "FailureTarget".to_owned(),
+                deadline.0.clone(),
+                deadline.1.clone()
+            ),
+            ("Failed".to_owned(), deadline.0, deadline.1),
+        ]
+    );
+    let status = failed.status.clone().expect("status");
+    assert_eq!(
+        (status.failed, status.active, status.terminating),
+        (Some(1), None, Some(0))
+    );
+    assert!(
+        pods_of(&client, "slow").await.is_empty(),
+        "the running pod was deleted"
+    );
+    let reasons: Vec<String> = events_about(&client, "slow")
+        .await
+        .into_iter()
+        .map(|(_, r, _)| r)
+        .collect();
+    assert_eq!(
+        reasons,
+        ["SuccessfulCreate", "SuccessfulDelete", "DeadlineExceeded"]
+    );
+}
+
+#[tokio::test]
+async fn ttl_after_finished_deletes_the_job_and_its_pods() {
+    let (_cluster, client) = start(Script::new(Outcome::Succeed { after: 10 * MS })).await;
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    jobs.create(
+        &PostParams::default(),
+        &job("brief", "busybox", &json!({"ttlSecondsAfterFinished": 0})),
+    )
+    .await
+    .expect("created");
+    eventually("the job to be deleted", || async {
+        jobs.get_opt("brief")
+            .await
+            .expect("get works")
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert!(pods_of(&client, "brief").await.is_empty());
+}
+
+#[tokio::test]
+async fn an_image_pull_error_leaves_the_pod_pending_in_image_pull_back_off_and_counts_no_failure() {
+    let script = Script::new(Outcome::Succeed { after: 10 * MS })
+        .image("nope:latest", Outcome::ImagePullError);
+    let (_cluster, client) = start(script).await;
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    jobs.create(
+        &PostParams::default(),
+        &job("pull", "nope:latest", &json!({})),
+    )
+    .await
+    .expect("created");
+    let pod = eventually("ImagePullBackOff", || async {
+        let pods = pods_of(&client, "pull").await;
+        let pod = pods.into_iter().next()?;
+        let status = pod
+            .status
+            .as_ref()?
+            .container_statuses
+            .as_ref()?
+            .first()?
+            .clone();
+        let waiting = status.state?.waiting?;
+        (waiting.reason.as_deref() == Some("ImagePullBackOff")).then_some((pod, waiting.message))
+    })
+    .await;
+    assert_eq!(
+        pod.1.as_deref(),
+        Some("Back-off pulling image \"nope:latest\"")
+    );
+    assert_eq!(
+        pod.0.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Pending")
+    );
+    let name = pod.0.metadata.name.clone().expect("name");
+    let events = events_about(&client, &name).await;
+    let warnings: Vec<&str> = events
+        .iter()
+        .filter(|(t, _, _)| t == "Warning")
+        .map(|(_, _, m)| m.as_str())
+        .collect();
+    assert!(
+        warnings.contains(&"Error: ErrImagePull") && warnings.contains(&"Error: ImagePullBackOff"),
+        "{events:?}"
+    );
+    let job = jobs.get("pull").await.expect("job");
+    let status = job.status.expect("status");
+    assert_eq!(
+        (status.active, status.failed),
+        (Some(1), None),
+        "a pull error never counts as a failure"
+    );
+}

@@ -20,6 +20,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         port,
         state_file,
         kubeconfig_out,
+        tools_home: None,
     };
     let ready =
         |cluster: &toolforge_local_cluster::LocalCluster| println!("serving on {}", cluster.url());

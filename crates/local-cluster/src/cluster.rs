@@ -14,9 +14,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::{self, ClusterState};
+pub use crate::bootstrap::{IDENTITY_NAME, IDENTITY_NAMESPACE};
 use crate::controllers::{self, Controllers};
 use crate::faults::{Fault, Faults};
-use crate::ops::{self, WriteOptions};
 use crate::persist;
 use crate::store::Store;
 
@@ -33,6 +33,9 @@ pub struct Options {
     pub bookmark_interval: Duration,
     /// The controllers to run; `None` serves the API alone (nothing acts on Jobs or pods).
     pub controllers: Option<Controllers>,
+    /// The directory under which tools' home directories live on this machine, announced to clients in the
+    /// identity ConfigMap (see [`IDENTITY_NAMESPACE`]); `None` announces none.
+    pub tools_home: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -43,6 +46,7 @@ impl Default for Options {
             history_limit: 10_000,
             bookmark_interval: Duration::from_secs(60),
             controllers: None,
+            tools_home: None,
         }
     }
 }
@@ -91,12 +95,17 @@ impl std::error::Error for ClusterError {
 pub struct LocalCluster {
     address: SocketAddr,
     state: ClusterState,
-    server: JoinHandle<std::io::Result<()>>,
+    /// Taken by [`LocalCluster::shutdown`]; `None` afterwards.
+    server: Option<JoinHandle<std::io::Result<()>>>,
     writer: Option<JoinHandle<()>>,
 }
 
-/// Namespaces every cluster has.
-const BUILT_IN_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
+impl Drop for LocalCluster {
+    /// A cluster dropped without [`LocalCluster::shutdown`] stops serving too (in the background).
+    fn drop(&mut self) {
+        self.state.shutdown.cancel();
+    }
+}
 
 impl LocalCluster {
     /// Starts serving; returns once the port is bound and the built-in namespaces exist.
@@ -108,27 +117,7 @@ impl LocalCluster {
         {
             store.restore(resource_version, objects);
         }
-        let namespaces = ops::namespaces();
-        for name in BUILT_IN_NAMESPACES {
-            if store.get(namespaces, "", name).is_none() {
-                let body = serde_json::json!({"metadata": {"name": name}});
-                // Built-in names are valid and free (checked above), so this cannot fail.
-                let _ = ops::create(&store, namespaces, None, body, &WriteOptions::default());
-            }
-        }
-        let services = ops::services();
-        if store.get(services, "default", "kubernetes").is_none() {
-            let body = serde_json::json!({"metadata": {"name": "kubernetes", "labels": {"component": "apiserver", "provider": "kubernetes"}},
-                "spec": {"clusterIP": "10.96.0.1", "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]}});
-            // A fixed, valid object in an existing namespace: creation cannot fail.
-            let _ = ops::create(
-                &store,
-                services,
-                Some("default"),
-                body,
-                &WriteOptions::default(),
-            );
-        }
+        crate::bootstrap::seed(&store, options.tools_home.as_deref());
         let listener = TcpListener::bind(("127.0.0.1", options.port))
             .await
             .map_err(ClusterError::Bind)?;
@@ -158,7 +147,7 @@ impl LocalCluster {
         Ok(LocalCluster {
             address,
             state,
-            server,
+            server: Some(server),
             writer,
         })
     }
@@ -243,10 +232,13 @@ impl LocalCluster {
     }
 
     /// Stops serving: ends watches, lets in-flight requests finish, writes the state file a last time.
-    pub async fn shutdown(self) -> Result<(), ClusterError> {
+    pub async fn shutdown(mut self) -> Result<(), ClusterError> {
         self.state.shutdown.cancel();
-        let served = self.server.await;
-        if let Some(writer) = self.writer {
+        let served = match self.server.take() {
+            Some(server) => server.await,
+            None => Ok(Ok(())),
+        };
+        if let Some(writer) = self.writer.take() {
             let _ = writer.await;
         }
         match served {
@@ -265,6 +257,8 @@ pub struct ServeOptions {
     pub state_file: Option<PathBuf>,
     /// Where to write a kubeconfig for kubectl and toolforge-jobs.
     pub kubeconfig_out: Option<PathBuf>,
+    /// The directory holding tools' home directories, announced in the identity ConfigMap.
+    pub tools_home: Option<PathBuf>,
 }
 
 /// Serves in the foreground until `shutdown` completes. `ready` is called once with the running cluster (to
@@ -277,6 +271,7 @@ pub async fn serve(
     let cluster = LocalCluster::start(Options {
         port: options.port,
         state_file: options.state_file,
+        tools_home: options.tools_home,
         ..Options::default()
     })
     .await?;

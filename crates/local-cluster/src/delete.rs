@@ -21,6 +21,8 @@ pub(crate) struct DeleteOptions {
     pub(crate) precondition_uid: Option<String>,
     pub(crate) precondition_resource_version: Option<String>,
     pub(crate) dry_run: bool,
+    /// The deprecated `orphanDependents: false` was sent: a pending deletion answers 202 instead of 200.
+    pub(crate) accepted_status: bool,
 }
 
 impl DeleteOptions {
@@ -57,6 +59,7 @@ impl DeleteOptions {
         let mut errors = Vec::new();
         let policy = body_value.get("propagationPolicy").and_then(Value::as_str);
         let orphan = body_value.get("orphanDependents").and_then(Value::as_bool);
+        options.accepted_status = orphan == Some(false);
         if policy.is_some() && orphan.is_some() {
             errors.push(FieldError::invalid(
                 "propagationPolicy",
@@ -165,7 +168,7 @@ pub(crate) fn delete_in(
     };
     check_preconditions(resource, key, &current, options)?;
     if meta::is_deleting(&current) {
-        return Ok(Deleted::Pending(current));
+        return Ok(shorten_grace(s, resource, key, current, options));
     }
     let mut object = current.clone();
     if resource.plural == "namespaces" {
@@ -232,6 +235,49 @@ pub(crate) fn delete_in(
     s.remove(resource, key)
         .map(Deleted::Gone)
         .ok_or_else(|| ApiError::not_found(resource, &key.name))
+}
+
+/// A second delete of a terminating object changes nothing, except that a pod's grace period can be shortened;
+/// at 0 (the kubelet's final delete, or `--force`) a pod without finalizers is removed.
+fn shorten_grace(
+    s: &mut Inner,
+    resource: &'static ResourceType,
+    key: &ObjectKey,
+    mut current: Value,
+    options: &DeleteOptions,
+) -> Deleted {
+    let remaining =
+        meta::at(&current, &["metadata", "deletionGracePeriodSeconds"]).and_then(Value::as_i64);
+    let Some(grace) = options
+        .grace_period
+        .filter(|g| resource.plural == "pods" && remaining.is_some_and(|r| *g < r))
+    else {
+        return Deleted::Pending(current);
+    };
+    let grace = grace.max(0);
+    let at = jiff::Timestamp::now()
+        .checked_add(jiff::SignedDuration::from_secs(grace))
+        .unwrap_or(jiff::Timestamp::MAX);
+    meta::set_at(
+        &mut current,
+        &["metadata", "deletionTimestamp"],
+        json!(meta::format_time(at)),
+    );
+    meta::set_at(
+        &mut current,
+        &["metadata", "deletionGracePeriodSeconds"],
+        json!(grace),
+    );
+    if options.dry_run {
+        return Deleted::Pending(current);
+    }
+    if grace == 0 && meta::finalizers(&current).is_empty() {
+        return match s.remove_as(resource, key, Some(current.clone())) {
+            Some(gone) => Deleted::Gone(gone),
+            None => Deleted::Pending(current),
+        };
+    }
+    Deleted::Pending(s.update(resource, current))
 }
 
 /// Marks an object as being deleted (deletionTimestamp now, grace 0 unless `adjust` says otherwise).
@@ -361,6 +407,10 @@ mod tests {
         .expect("parses");
         assert_eq!(query.propagation, Some(Propagation::Orphan));
         assert!(query.dry_run);
+        let deprecated =
+            DeleteOptions::parse(br#"{"orphanDependents":false}"#, &[]).expect("parses");
+        assert_eq!(deprecated.propagation, Some(Propagation::Background));
+        assert!(deprecated.accepted_status);
         assert_eq!(
             DeleteOptions::parse(b"{}", &[]).expect("parses"),
             DeleteOptions::default()

@@ -10,10 +10,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use crate::bootstrap::NODE_NAME as NODE;
 use crate::controller::{Action, Effect, Key, Reconciler, pods};
 use crate::meta;
 use crate::ops::Part;
-use crate::pod_status::{self, NODE, PodView};
+use crate::pod_status::{self, PodView};
 use crate::recorder::Event;
 use crate::store::{Change, EventType, ObjectKey, Store};
 

@@ -10,6 +10,7 @@
 
 mod api;
 mod apply;
+mod bootstrap;
 mod cluster;
 mod controller;
 mod controllers;
@@ -37,7 +38,10 @@ mod store;
 mod ttl;
 mod validation;
 
-pub use cluster::{ClusterError, LocalCluster, Options, ServeOptions, serve};
+pub use bootstrap::NODE_NAME;
+pub use cluster::{
+    ClusterError, IDENTITY_NAME, IDENTITY_NAMESPACE, LocalCluster, Options, ServeOptions, serve,
+};
 pub use controllers::Controllers;
 pub use faults::Fault;
 pub use kubelet::{Kubelet, Outcome, Script};

@@ -10,9 +10,8 @@ use serde_json::{Value, json};
 
 use crate::meta;
 
-/// The node every pod of the local cluster runs on.
-pub(crate) const NODE: &str = "toolforge-local";
-const HOST_IP: &str = "192.168.49.2";
+/// The address of the local cluster's one node (see [`crate::bootstrap`]).
+const HOST_IP: &str = "127.0.0.1";
 
 /// What all containers of a pod are doing, as one kubelet status write shows it.
 #[derive(Debug, Clone, PartialEq)]

@@ -51,6 +51,8 @@ pub struct Change {
     pub object: Value,
     /// The resourceVersion of this change.
     pub resource_version: u64,
+    /// `object` as JSON text, rendered once and shared by every watch that sends it.
+    pub(crate) json: std::sync::OnceLock<String>,
 }
 
 /// Identifies a stored object.
@@ -223,6 +225,7 @@ impl Inner {
             old,
             object,
             resource_version: rv,
+            json: std::sync::OnceLock::new(),
         });
         self.history.push_back(Arc::clone(&change));
         while self.history.len() > self.history_limit {

@@ -1113,6 +1113,45 @@ async fn scheduled_pods_are_deleted_gracefully() {
         pods.get_opt("graceful").await.expect("get").is_some(),
         "the kubelet finishes graceful deletion"
     );
+    let shorter = DeleteParams {
+        grace_period_seconds: Some(5),
+        ..DeleteParams::default()
+    };
+    let shortened = pods
+        .delete("graceful", &shorter)
+        .await
+        .expect("delete")
+        .left()
+        .expect("pending");
+    assert_eq!(shortened.metadata.deletion_grace_period_seconds, Some(5));
+    let longer = DeleteParams {
+        grace_period_seconds: Some(60),
+        ..DeleteParams::default()
+    };
+    let kept = pods
+        .delete("graceful", &longer)
+        .await
+        .expect("delete")
+        .left()
+        .expect("pending");
+    assert_eq!(
+        kept.metadata.deletion_grace_period_seconds,
+        Some(5),
+        "a grace period is never lengthened"
+    );
+    pods.delete(
+        "graceful",
+        &DeleteParams {
+            grace_period_seconds: Some(0),
+            ..DeleteParams::default()
+        },
+    )
+    .await
+    .expect("final delete");
+    assert!(
+        pods.get_opt("graceful").await.expect("get").is_none(),
+        "grace 0 removes the pod"
+    );
 
     pods.create(&PostParams::default(), &pod("forever"))
         .await
@@ -1455,4 +1494,72 @@ async fn generate_name_appends_five_characters_and_names_the_job_labels() {
         invalid.message,
         "Job.batch \"\" is invalid: metadata.name: Required value: name or generateName is required"
     );
+}
+
+#[tokio::test]
+async fn the_cluster_identifies_itself_in_kube_public() {
+    let directory = tempfile::tempdir().expect("temp dir");
+    let options = Options {
+        tools_home: Some(directory.path().to_owned()),
+        ..Options::default()
+    };
+    let (_cluster, client) = start_with(options).await;
+    let configmaps: Api<ConfigMap> =
+        Api::namespaced(client, toolforge_local_cluster::IDENTITY_NAMESPACE);
+    let identity = configmaps
+        .get(toolforge_local_cluster::IDENTITY_NAME)
+        .await
+        .expect("identity");
+    let data = identity.data.expect("data");
+    assert_eq!(
+        data.get("cluster").map(String::as_str),
+        Some("toolforge-local")
+    );
+    assert_eq!(
+        data.get("toolsHome"),
+        Some(&directory.path().display().to_string())
+    );
+}
+
+#[tokio::test]
+async fn a_dropped_cluster_stops_serving() {
+    let (cluster, client) = start().await;
+    let address = cluster.address();
+    drop(cluster);
+    // The server notices in the background; give it time on a busy machine.
+    let mut listening = true;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if tokio::net::TcpStream::connect(address).await.is_err() {
+            listening = false;
+            break;
+        }
+    }
+    assert!(!listening, "nothing listens any more");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
+    assert!(namespaces.get("default").await.is_err());
+}
+
+#[tokio::test]
+async fn deprecated_orphan_dependents_false_answers_202_while_pending() {
+    let (_cluster, client) = start().await;
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    jobs.create(&PostParams::default(), &job("held", "Never"))
+        .await
+        .expect("created");
+    jobs.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/x"]}})),
+    )
+    .await
+    .expect("finalizer");
+    let request = Request::delete("/apis/batch/v1/namespaces/default/jobs/held")
+        .header("content-type", "application/json")
+        .body(kube::client::Body::from(
+            br#"{"orphanDependents":false}"#.to_vec(),
+        ))
+        .expect("request");
+    let response = client.send(request).await.expect("sent");
+    assert_eq!(response.status().as_u16(), 202);
 }

@@ -419,6 +419,25 @@ async fn scenario(binary: &str) {
 
     wait_for_delete(&cluster, &kubectl, &configmaps).await;
 
+    assert_eq!(
+        kubectl
+            .ok(&["auth", "can-i", "create", "jobs"])
+            .await
+            .trim(),
+        "yes"
+    );
+    let nodes = kubectl.ok(&["get", "nodes"]).await;
+    let row: Vec<&str> = nodes
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        (row.first(), row.get(1), row.get(2)),
+        (Some(&"local"), Some(&"Ready"), Some(&"control-plane")),
+        "{nodes}"
+    );
     let names = kubectl.ok(&["get", "all", "-o", "name"]).await;
     assert!(!names.contains("job.batch/hello"), "{names}");
     cluster.shutdown().await.expect("clean shutdown");

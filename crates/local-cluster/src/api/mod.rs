@@ -49,6 +49,24 @@ fn json(body: &Value) -> Response {
     response
 }
 
+/// `kubectl auth can-i`: the local cluster authorises every request, so every review is allowed. The body may be
+/// protobuf (kubectl's typed client), which is not needed to give that answer; a JSON spec is echoed back.
+fn access_review(body: &[u8]) -> Response {
+    let spec = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|review| review.get("spec").cloned())
+        .unwrap_or_else(|| serde_json::json!({}));
+    let mut response = json(&serde_json::json!({
+        "kind": "SelfSubjectAccessReview",
+        "apiVersion": "authorization.k8s.io/v1",
+        "metadata": {},
+        "spec": spec,
+        "status": {"allowed": true, "reason": "the local cluster authorizes every request"},
+    }));
+    *response.status_mut() = axum::http::StatusCode::CREATED;
+    response
+}
+
 /// The complete API server.
 pub(crate) fn router(state: ClusterState) -> Router {
     Router::new()
@@ -107,6 +125,10 @@ pub(crate) fn router(state: ClusterState) -> Router {
                 );
                 response
             }),
+        )
+        .route(
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            axum::routing::post(|body: axum::body::Bytes| async move { access_review(&body) }),
         )
         .fallback(resource::handle)
         .layer(middleware::from_fn_with_state(

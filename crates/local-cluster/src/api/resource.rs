@@ -124,7 +124,7 @@ fn dispatch(
         (&Method::DELETE, Some(name)) if part == Part::Main => {
             let options = DeleteOptions::parse(body, &query.0)?;
             let deleted = delete::delete(&state.store, resource, namespace, name, &options)?;
-            Ok(delete_response(resource, deleted))
+            Ok(delete_response(resource, deleted, &options))
         }
         (&Method::DELETE, None) if part == Part::Main && resource.namespaced => {
             let options = DeleteOptions::parse(body, &query.0)?;
@@ -313,7 +313,7 @@ fn written_response(resource: &ResourceType, written: Written) -> Response {
     respond(code, &resource.present(written.object), &written.warnings)
 }
 
-fn delete_response(resource: &ResourceType, deleted: Deleted) -> Response {
+fn delete_response(resource: &ResourceType, deleted: Deleted, options: &DeleteOptions) -> Response {
     match deleted {
         Deleted::Gone(object) if resource.plural != "pods" => {
             let mut details = json!({"name": meta::name(&object), "kind": resource.plural, "uid": meta::uid(&object)});
@@ -324,6 +324,9 @@ fn delete_response(resource: &ResourceType, deleted: Deleted) -> Response {
                 &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}),
                 &[],
             )
+        }
+        Deleted::Pending(object) if options.accepted_status => {
+            respond(StatusCode::ACCEPTED, &resource.present(object), &[])
         }
         Deleted::Gone(object) | Deleted::Pending(object) => ok(&resource.present(object), &[]),
     }

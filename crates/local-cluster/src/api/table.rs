@@ -102,6 +102,18 @@ fn columns(resource: &ResourceType) -> Vec<Column> {
             ("Status", "string", 0),
             ("Age", "string", 0),
         ],
+        "nodes" => vec![
+            ("Name", "string", 0),
+            ("Status", "string", 0),
+            ("Roles", "string", 0),
+            ("Age", "string", 0),
+            ("Version", "string", 0),
+            ("Internal-IP", "string", 1),
+            ("External-IP", "string", 1),
+            ("OS-Image", "string", 1),
+            ("Kernel-Version", "string", 1),
+            ("Container-Runtime", "string", 1),
+        ],
         "configmaps" => vec![
             ("Name", "string", 0),
             ("Data", "integer", 0),
@@ -312,6 +324,45 @@ fn cells(resource: &ResourceType, object: &Value, now: jiff::Timestamp) -> Vec<V
             json!(text(object, &["status", "phase"])),
             json!(created),
         ],
+        "nodes" => {
+            let ready = conditions(object)
+                .iter()
+                .any(|(t, s)| t == "Ready" && s == "True");
+            let roles: Vec<&str> = meta::labels(object)
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, _)| k.strip_prefix("node-role.kubernetes.io/"))
+                .collect();
+            let address = |kind: &str| {
+                meta::at(object, &["status", "addresses"])
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .find(|a| a.get("type").and_then(Value::as_str) == Some(kind))
+                    .and_then(|a| a.get("address").and_then(Value::as_str))
+                    .unwrap_or("<none>")
+                    .to_owned()
+            };
+            vec![
+                name,
+                json!(if ready { "Ready" } else { "NotReady" }),
+                json!(if roles.is_empty() {
+                    "<none>".to_owned()
+                } else {
+                    roles.join(",")
+                }),
+                json!(created),
+                json!(text(object, &["status", "nodeInfo", "kubeletVersion"])),
+                json!(address("InternalIP")),
+                json!(address("ExternalIP")),
+                json!(text(object, &["status", "nodeInfo", "osImage"])),
+                json!(text(object, &["status", "nodeInfo", "kernelVersion"])),
+                json!(text(
+                    object,
+                    &["status", "nodeInfo", "containerRuntimeVersion"]
+                )),
+            ]
+        }
         "configmaps" => {
             let data = ["data", "binaryData"]
                 .iter()

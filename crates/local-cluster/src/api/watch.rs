@@ -181,6 +181,13 @@ impl Watch {
             EventType::Modified | EventType::Deleted if before || now => "DELETED",
             _ => return None,
         };
+        if self.representation == Representation::Object && self.resource.view.is_none() {
+            // Many watches send the same object: serialise it once.
+            let object = change.json.get_or_init(|| change.object.to_string());
+            return Some(Bytes::from(format!(
+                "{{\"type\":\"{kind}\",\"object\":{object}}}\n"
+            )));
+        }
         Some(line(kind, &self.render(&change.object)))
     }
 

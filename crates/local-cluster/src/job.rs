@@ -509,3 +509,180 @@ fn delete_pods(job: &Value, pods: &[&Value], events: &mut Vec<Effect>) -> Vec<Ef
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BACKOFF: Backoff = Backoff {
+        base: Duration::from_secs(10),
+        cap: Duration::from_secs(360),
+    };
+
+    fn at(text: &str) -> Timestamp {
+        text.parse().expect("valid time")
+    }
+
+    fn job(spec: &Value) -> Value {
+        let mut job = json!({"metadata": {"name": "j", "namespace": "default", "uid": "ju", "resourceVersion": "7"},
+            "spec": {"backoffLimit": 6, "template": {"metadata": {"labels": {"job-name": "j"}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}},
+            "status": {"startTime": "2026-01-01T00:00:00Z"}});
+        if let (Some(target), Some(extra)) = (job["spec"].as_object_mut(), spec.as_object()) {
+            target.extend(extra.clone());
+        }
+        job
+    }
+
+    fn pod(name: &str, phase: &str, finished: Option<&str>, restarts: i64) -> Value {
+        let state = finished.map_or_else(
+            || json!({"running": {}}),
+            |t| json!({"terminated": {"exitCode": 1, "finishedAt": t}}),
+        );
+        json!({"metadata": {"name": name, "namespace": "default", "uid": name,
+                "creationTimestamp": "2026-01-01T00:00:00Z", "finalizers": [TRACKING],
+                "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "ju", "controller": true}]},
+            "status": {"phase": phase, "containerStatuses": [{"restartCount": restarts, "state": state}]}})
+    }
+
+    fn status_written(action: &Action) -> Value {
+        action
+            .effects
+            .iter()
+            .find_map(|e| match e {
+                Effect::Replace(kind, Part::Status, job) if kind.is(jobs()) => {
+                    job.get("status").cloned()
+                }
+                _ => None,
+            })
+            .expect("a status write")
+    }
+
+    fn created(action: &Action) -> Vec<&Value> {
+        action
+            .effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Create(_, pod) => Some(pod),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_back_off_doubles_from_its_base_up_to_its_cap() {
+        let delays = [1, 2, 3, 6, 7, 40].map(|n| BACKOFF.delay(n).as_secs());
+        assert_eq!(delays, [10, 20, 40, 320, 360, 360]);
+    }
+
+    #[test]
+    fn a_new_job_starts_and_gets_one_owned_tracked_pod_from_its_template() {
+        let mut fresh = job(&json!({}));
+        meta::remove_at(&mut fresh, &["status"]);
+        let action = decide(Some(&fresh), &[], at("2026-01-01T00:00:03Z"), BACKOFF);
+        assert_eq!(
+            status_written(&action),
+            json!({"startTime": "2026-01-01T00:00:03Z", "active": 1, "ready": 0, "terminating": 0,
+                "uncountedTerminatedPods": {}})
+        );
+        let pods = created(&action);
+        assert_eq!(pods.len(), 1);
+        let pod = pods[0];
+        assert!(meta::name(pod).starts_with("j-") && meta::name(pod).len() == 7);
+        assert_eq!(pod["metadata"]["finalizers"], json!([TRACKING]));
+        assert_eq!(pod["metadata"]["labels"]["job-name"], "j");
+        assert_eq!(
+            pod["metadata"]["ownerReferences"][0]["blockOwnerDeletion"],
+            true
+        );
+        assert_eq!(pod["spec"]["restartPolicy"], "Never");
+    }
+
+    #[test]
+    fn a_failed_pod_is_counted_and_replaced_only_after_the_back_off() {
+        let failed = pod("p1", "Failed", Some("2026-01-01T00:00:10Z"), 0);
+        let early = decide(
+            Some(&job(&json!({}))),
+            std::slice::from_ref(&failed),
+            at("2026-01-01T00:00:15Z"),
+            BACKOFF,
+        );
+        assert_eq!(status_written(&early)["failed"], 1);
+        assert!(created(&early).is_empty());
+        assert_eq!(early.requeue_after, Some(Duration::from_secs(5)));
+        assert!(early.effects.iter().any(
+            |e| matches!(e, Effect::Replace(_, Part::Main, p) if meta::finalizers(p).is_empty())
+        ));
+        let mut counted = job(&json!({}));
+        meta::set_at(&mut counted, &["status", "failed"], json!(1));
+        let mut released = failed;
+        meta::remove_at(&mut released, &["metadata", "finalizers"]);
+        let later = decide(
+            Some(&counted),
+            &[released],
+            at("2026-01-01T00:00:20Z"),
+            BACKOFF,
+        );
+        assert_eq!(created(&later).len(), 1);
+    }
+
+    #[test]
+    fn restarts_under_on_failure_count_toward_the_backoff_limit() {
+        let spec = json!({"backoffLimit": 2,
+            "template": {"spec": {"restartPolicy": "OnFailure", "containers": []}}});
+        let restarting = pod("p1", "Running", None, 2);
+        let action = decide(
+            Some(&job(&spec)),
+            &[restarting],
+            at("2026-01-01T00:00:20Z"),
+            BACKOFF,
+        );
+        let status = status_written(&action);
+        assert_eq!(status["conditions"][0]["type"], "FailureTarget");
+        assert_eq!(status["conditions"][0]["reason"], "BackoffLimitExceeded");
+        assert_eq!(
+            status["conditions"].as_array().map(Vec::len),
+            Some(1),
+            "Failed waits for the pod to go"
+        );
+        assert!(
+            action
+                .effects
+                .iter()
+                .any(|e| matches!(e, Effect::Delete(_, p, _) if meta::name(p) == "p1"))
+        );
+    }
+
+    #[test]
+    fn the_deadline_requeues_until_it_passes() {
+        let spec = json!({"activeDeadlineSeconds": 30});
+        let running = pod("p1", "Running", None, 0);
+        let before = decide(
+            Some(&job(&spec)),
+            std::slice::from_ref(&running),
+            at("2026-01-01T00:00:10Z"),
+            BACKOFF,
+        );
+        assert_eq!(before.requeue_after, Some(Duration::from_secs(20)));
+        let after = decide(
+            Some(&job(&spec)),
+            &[running],
+            at("2026-01-01T00:00:30Z"),
+            BACKOFF,
+        );
+        assert_eq!(
+            status_written(&after)["conditions"][0]["reason"],
+            "DeadlineExceeded"
+        );
+    }
+
+    #[test]
+    fn pods_of_a_vanished_job_lose_the_tracking_finalizer() {
+        let orphan = pod("p1", "Succeeded", Some("2026-01-01T00:00:10Z"), 0);
+        let action = decide(None, &[orphan], at("2026-01-01T00:00:20Z"), BACKOFF);
+        assert!(matches!(
+            &action.effects[..],
+            [Effect::Replace(_, Part::Main, p)] if meta::finalizers(p).is_empty()
+        ));
+    }
+}

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use crate::bootstrap::NODE_NAME as NODE;
 use crate::controller::{Action, Effect, Key, Reconciler, pods};
+use crate::delete::DeleteOptions;
 use crate::meta;
 use crate::ops::Part;
 use crate::pod_status::{self, PodView};
@@ -500,6 +501,14 @@ fn terminate(pod: &Value, restarts: u32, now: &str) -> Action {
             format!("Stopping container {name}")
         });
     }
+    // The kubelet's final delete; the pod may already be gone or held by finalizers.
+    let now_please = DeleteOptions {
+        grace_period: Some(0),
+        ..DeleteOptions::default()
+    };
+    step.action
+        .effects
+        .push(Effect::Delete(pods(), pod.clone(), now_please));
     step.action
 }
 
@@ -611,5 +620,189 @@ fn step(
                 "startedAt": started_at(pod), "finishedAt": now}});
             step.exited(terminated, code == 0)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(restart_policy: &str) -> Value {
+        json!({"metadata": {"name": "p", "namespace": "default", "uid": "u"},
+            "spec": {"nodeName": NODE, "restartPolicy": restart_policy,
+                "containers": [{"name": "main", "image": "busybox", "command": ["run-it"]}]},
+            "status": {"phase": "Running", "containerStatuses": [{"name": "main",
+                "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]}})
+    }
+
+    fn run(stage: Stage, restarts: u32) -> Run {
+        Run {
+            stage,
+            since: Instant::now(),
+            restarts,
+        }
+    }
+
+    fn written_status(action: &Action) -> &Value {
+        action
+            .effects
+            .iter()
+            .find_map(|e| match e {
+                Effect::Replace(_, Part::Status, pod) => pod.get("status"),
+                _ => None,
+            })
+            .expect("a status write")
+    }
+
+    fn reasons(action: &Action) -> Vec<&str> {
+        action
+            .effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Event(event) => Some(event.reason.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    const NOW: &str = "2026-01-01T00:00:05Z";
+
+    #[test]
+    fn a_pod_without_a_node_is_bound_to_the_local_node_first() {
+        let mut unbound = pod("Never");
+        meta::remove_at(&mut unbound, &["spec", "nodeName"]);
+        let (action, next) = step(&unbound, None, &Script::new(Outcome::RunForever), NOW);
+        assert_eq!(next, None);
+        assert!(
+            matches!(&action.effects[0], Effect::Replace(_, Part::Main, p) if p["spec"]["nodeName"] == NODE)
+        );
+        assert_eq!(reasons(&action), ["Scheduled"]);
+    }
+
+    #[test]
+    fn an_exit_under_on_failure_restarts_after_a_crash_loop_back_off() {
+        let script = Script::new(Outcome::Exit {
+            code: 2,
+            after: Duration::ZERO,
+        });
+        let (action, next) = step(
+            &pod("OnFailure"),
+            Some((run(Stage::Running, 0), Duration::ZERO)),
+            &script,
+            NOW,
+        );
+        assert_eq!(next, Some(Next::Enter(Stage::BackingOff, 1)));
+        assert_eq!(action.requeue_after, Some(Duration::from_secs(10)));
+        let status = written_status(&action);
+        assert_eq!(status["phase"], "Running");
+        let container = &status["containerStatuses"][0];
+        assert_eq!(container["restartCount"], 1);
+        assert_eq!(
+            container["state"]["waiting"]["message"],
+            "back-off 10s restarting failed container=main pod=p_default(u)"
+        );
+        assert_eq!(container["lastState"]["terminated"]["exitCode"], 2);
+        assert_eq!(container["lastState"]["terminated"]["reason"], "Error");
+        assert_eq!(reasons(&action), ["BackOff"]);
+    }
+
+    #[test]
+    fn under_never_an_oom_kill_fails_the_pod_with_137_once_the_run_is_over() {
+        let script = Script::new(Outcome::OomKilled {
+            after: Duration::from_millis(5),
+        });
+        let running = run(Stage::Running, 0);
+        let (early, _) = step(
+            &pod("Never"),
+            Some((running, Duration::from_millis(1))),
+            &script,
+            NOW,
+        );
+        assert!(early.effects.is_empty());
+        assert_eq!(early.requeue_after, Some(Duration::from_millis(4)));
+        let (action, next) = step(
+            &pod("Never"),
+            Some((running, Duration::from_millis(5))),
+            &script,
+            NOW,
+        );
+        assert_eq!(next, None);
+        let status = written_status(&action);
+        assert_eq!(status["phase"], "Failed");
+        let terminated = &status["containerStatuses"][0]["state"]["terminated"];
+        assert_eq!(terminated["exitCode"], 137);
+        assert_eq!(terminated["reason"], "OOMKilled");
+        assert_eq!(terminated["startedAt"], "2026-01-01T00:00:00Z");
+    }
+
+    #[test]
+    fn a_command_that_cannot_start_is_a_start_error_with_the_containerd_message() {
+        let creating = run(Stage::Creating, 0);
+        let script = Script::new(Outcome::CannotStart);
+        let (action, _) = step(
+            &pod("Never"),
+            Some((creating, Duration::from_secs(1))),
+            &script,
+            NOW,
+        );
+        let terminated = &written_status(&action)["containerStatuses"][0]["state"]["terminated"];
+        assert_eq!(terminated["exitCode"], 128);
+        assert_eq!(terminated["reason"], "StartError");
+        assert_eq!(terminated["startedAt"], "1970-01-01T00:00:00Z");
+        assert!(terminated["message"].as_str().is_some_and(
+            |m| m.contains("exec: \"run-it\": executable file not found in $PATH")
+        ));
+        assert_eq!(reasons(&action), ["Pulled", "Created", "Failed"]);
+    }
+
+    #[test]
+    fn a_deleted_running_pod_is_stopped_with_sigterm_and_deleted_at_once() {
+        let mut deleted = pod("Always");
+        meta::set_at(
+            &mut deleted,
+            &["metadata", "deletionTimestamp"],
+            json!("2026-01-01T00:00:30Z"),
+        );
+        let script = Script::new(Outcome::RunForever);
+        let (action, next) = step(
+            &deleted,
+            Some((run(Stage::Running, 0), Duration::ZERO)),
+            &script,
+            NOW,
+        );
+        assert_eq!(next, None);
+        let status = written_status(&action);
+        assert_eq!(status["phase"], "Failed");
+        assert_eq!(
+            status["containerStatuses"][0]["state"]["terminated"]["exitCode"],
+            143
+        );
+        assert_eq!(reasons(&action), ["Killing"]);
+        assert!(
+            matches!(action.effects.last(), Some(Effect::Delete(_, _, options)) if options.grace_period == Some(0))
+        );
+    }
+
+    #[test]
+    fn rules_choose_the_outcome_by_image_then_label() {
+        let script = Script::new(Outcome::RunForever)
+            .image("busybox", Outcome::CannotStart)
+            .label("job-name", "x", Outcome::ImagePullError);
+        assert_eq!(script.outcome(&pod("Never")), &Outcome::CannotStart);
+        let mut other = pod("Never");
+        meta::set_at(
+            &mut other,
+            &["spec", "containers"],
+            json!([{"name": "main", "image": "other"}]),
+        );
+        assert_eq!(script.outcome(&other), &Outcome::RunForever);
+        meta::set_at(
+            &mut other,
+            &["metadata", "labels"],
+            json!({"job-name": "x"}),
+        );
+        assert_eq!(script.outcome(&other), &Outcome::ImagePullError);
+        assert_eq!(go_duration(Duration::from_secs(300)), "5m0s");
+        assert_eq!(go_duration(Duration::from_millis(20)), "20ms");
     }
 }

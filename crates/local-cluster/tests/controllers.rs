@@ -397,3 +397,56 @@ async fn an_image_pull_error_leaves_the_pod_pending_in_image_pull_back_off_and_c
         "a pull error never counts as a failure"
     );
 }
+
+#[tokio::test]
+async fn restarts_under_on_failure_fail_the_job_at_the_backoff_limit_and_remove_its_pod() {
+    let (_cluster, client) = start(Script::new(Outcome::Exit {
+        code: 1,
+        after: 5 * MS,
+    }))
+    .await;
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    let mut restarting = job("crashy", "busybox", &json!({"backoffLimit": 2}));
+    if let Some(spec) = restarting
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.spec.as_mut())
+    {
+        spec.restart_policy = Some("OnFailure".to_owned());
+    }
+    jobs.create(&PostParams::default(), &restarting)
+        .await
+        .expect("created");
+    let failed = finished(&jobs, "crashy", "Failed").await;
+    let reasons: Vec<Option<String>> = conditions(&failed).into_iter().map(|(_, r, _)| r).collect();
+    assert_eq!(
+        reasons,
+        [
+            Some("BackoffLimitExceeded".to_owned()),
+            Some("BackoffLimitExceeded".to_owned())
+        ]
+    );
+    let status = failed.status.clone().expect("status");
+    assert_eq!(
+        status.failed,
+        Some(1),
+        "the restarting pod counts as one failure when deleted"
+    );
+    assert!(pods_of(&client, "crashy").await.is_empty());
+    let events: Api<Event> = Api::default_namespaced(client.clone());
+    let back_offs = events
+        .list(&ListParams::default())
+        .await
+        .expect("events listed")
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("BackOff"))
+        .filter_map(|e| e.message)
+        .collect::<Vec<_>>();
+    assert!(
+        back_offs.first().is_some_and(
+            |m| m.starts_with("Back-off restarting failed container main in pod crashy-")
+        ),
+        "{back_offs:?}"
+    );
+}

@@ -14,6 +14,7 @@ mod bootstrap;
 mod cluster;
 mod controller;
 mod controllers;
+mod cronjob;
 mod decode;
 mod defaults;
 mod delete;

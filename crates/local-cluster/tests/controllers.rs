@@ -450,3 +450,78 @@ async fn restarts_under_on_failure_fail_the_job_at_the_backoff_limit_and_remove_
         "{back_offs:?}"
     );
 }
+
+#[tokio::test]
+async fn a_cronjob_runs_its_missed_minute_as_a_job_and_sees_it_complete() {
+    use k8s_openapi::api::batch::v1::CronJob;
+    use kube::api::{Patch, PatchParams};
+
+    let (_cluster, client) = start(Script::new(Outcome::Succeed { after: 10 * MS })).await;
+    let cronjobs: Api<CronJob> = Api::default_namespaced(client.clone());
+    let cronjob: CronJob = serde_json::from_value(json!({
+        "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "every"},
+        "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}}}}
+    }))
+    .expect("valid cronjob");
+    cronjobs
+        .create(&PostParams::default(), &cronjob)
+        .await
+        .expect("created");
+    // Pretend the last run was five minutes ago, so the current minute is due without waiting for it.
+    let earlier = jiff::Timestamp::now() - jiff::SignedDuration::from_mins(5);
+    let status =
+        json!({"status": {"lastScheduleTime": earlier.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()}});
+    cronjobs
+        .patch_status("every", &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .expect("status patched");
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    let job = eventually("the scheduled job", || async {
+        let listed = jobs
+            .list(&ListParams::default())
+            .await
+            .expect("jobs listed");
+        listed.items.into_iter().next()
+    })
+    .await;
+    let name = job.metadata.name.clone().expect("name");
+    let scheduled = job
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("batch.kubernetes.io/cronjob-scheduled-timestamp"))
+        .cloned()
+        .expect("scheduled-timestamp annotation");
+    let minutes = scheduled
+        .parse::<jiff::Timestamp>()
+        .expect("RFC 3339")
+        .as_second()
+        / 60;
+    assert_eq!(name, format!("every-{minutes}"));
+    let seen = eventually("the cronjob to see its job complete", || async {
+        let cronjob = cronjobs.get("every").await.expect("cronjob");
+        let status = cronjob.status.clone()?;
+        (status.active.is_none() && status.last_successful_time.is_some()).then_some(status)
+    })
+    .await;
+    assert_eq!(
+        seen.last_schedule_time.map(|t| t.0.to_string()),
+        Some(scheduled)
+    );
+    let reasons: Vec<(String, String)> = events_about(&client, "every")
+        .await
+        .into_iter()
+        .map(|(_, r, m)| (r, m))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            ("SuccessfulCreate".to_owned(), format!("Created job {name}")),
+            (
+                "SawCompletedJob".to_owned(),
+                format!("Saw completed job: {name}, status: Complete")
+            ),
+        ]
+    );
+}

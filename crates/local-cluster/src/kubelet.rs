@@ -17,7 +17,7 @@ use crate::meta;
 use crate::ops::Part;
 use crate::pod_status::{self, PodView};
 use crate::recorder::Event;
-use crate::store::{Change, EventType, ObjectKey, Store};
+use crate::store::{Change, ObjectKey, Store};
 
 /// How the node runs pods.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,7 +153,8 @@ struct Run {
 #[derive(Debug)]
 pub(crate) struct ScriptedKubelet {
     script: Script,
-    runs: HashMap<String, Run>,
+    /// Per pod: the uid it had (a new pod of the same name starts afresh) and where it is.
+    runs: HashMap<Key, (String, Run)>,
 }
 
 impl ScriptedKubelet {
@@ -167,7 +168,8 @@ impl ScriptedKubelet {
 
 impl Reconciler for ScriptedKubelet {
     fn keys(&self, change: &Change) -> Vec<Key> {
-        if change.resource.is(pods()) && change.event != EventType::Deleted {
+        // Deletions too, so the kubelet forgets the pod.
+        if change.resource.is(pods()) {
             vec![Key::of(&change.object)]
         } else {
             Vec::new()
@@ -184,11 +186,16 @@ impl Reconciler for ScriptedKubelet {
                 .cloned()
         });
         let Some(pod) = pod else {
+            self.runs.remove(key);
             return Action::default();
         };
         let uid = meta::uid(&pod).to_owned();
         let now = Instant::now();
-        let run = self.runs.get(&uid).copied();
+        let run = self
+            .runs
+            .get(key)
+            .filter(|(known, _)| *known == uid)
+            .map(|(_, run)| *run);
         let elapsed = run.map(|r| now.saturating_duration_since(r.since));
         let (action, next) = step(
             &pod,
@@ -199,17 +206,15 @@ impl Reconciler for ScriptedKubelet {
         match next {
             Some(Next::Keep) => {}
             Some(Next::Enter(stage, restarts)) => {
-                self.runs.insert(
-                    uid,
-                    Run {
-                        stage,
-                        since: now,
-                        restarts,
-                    },
-                );
+                let run = Run {
+                    stage,
+                    since: now,
+                    restarts,
+                };
+                self.runs.insert(key.clone(), (uid, run));
             }
             None => {
-                self.runs.remove(&uid);
+                self.runs.remove(key);
             }
         }
         action
@@ -804,5 +809,47 @@ mod tests {
         assert_eq!(script.outcome(&other), &Outcome::ImagePullError);
         assert_eq!(go_duration(Duration::from_secs(300)), "5m0s");
         assert_eq!(go_duration(Duration::from_millis(20)), "20ms");
+    }
+
+    #[test]
+    fn a_deleted_pod_is_forgotten_and_a_new_one_of_the_same_name_starts_from_the_beginning() {
+        use crate::ops::{self, WriteOptions};
+        let store = Store::new(100);
+        let options = WriteOptions::default();
+        let namespace = json!({"metadata": {"name": "default"}});
+        ops::create(&store, ops::namespaces(), None, namespace, &options).expect("namespace");
+        let script = Script::new(Outcome::RunForever).start_delay(Duration::ZERO);
+        let mut kubelet = ScriptedKubelet::new(script);
+        let key = Key {
+            namespace: "default".into(),
+            name: "p".into(),
+        };
+        let mut body = pod("Never");
+        meta::remove_at(&mut body, &["status"]);
+        let run_through = |kubelet: &mut ScriptedKubelet| {
+            for _ in 0..3 {
+                let action = kubelet.reconcile(&key, &store);
+                crate::controller::execute(&store, action.effects).expect("effects apply");
+            }
+            store.get(pods(), "default", "p").expect("pod exists")
+        };
+        ops::create(&store, pods(), Some("default"), body.clone(), &options).expect("pod");
+        let first = run_through(&mut kubelet);
+        assert!(
+            first["status"]["containerStatuses"][0]["state"]
+                .get("running")
+                .is_some()
+        );
+        let gone = crate::delete::DeleteOptions {
+            grace_period: Some(0),
+            ..crate::delete::DeleteOptions::default()
+        };
+        crate::delete::delete(&store, pods(), "default", "p", &gone).expect("deleted");
+        assert_eq!(kubelet.reconcile(&key, &store), Action::default());
+        assert!(kubelet.runs.is_empty());
+        ops::create(&store, pods(), Some("default"), body, &options).expect("pod again");
+        let action = kubelet.reconcile(&key, &store);
+        let state = &written_status(&action)["containerStatuses"][0]["state"];
+        assert_eq!(state["waiting"]["reason"], "ContainerCreating", "{state}");
     }
 }

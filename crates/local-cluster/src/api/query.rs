@@ -61,10 +61,28 @@ impl Query {
         let force = self
             .get("force")
             .map(|value| value == "true" || value == "1");
+        let field_manager = self.get("fieldManager").map(str::to_owned);
+        if let Some(manager) = &field_manager
+            && (manager.len() > 128 || manager.chars().any(char::is_control))
+        {
+            let detail = if manager.len() > 128 {
+                "must be shorter than 128 characters"
+            } else {
+                "may only contain printable characters"
+            };
+            return Err(ApiError::invalid_options(
+                "CreateOptions",
+                &[FieldError::invalid(
+                    "fieldManager",
+                    &serde_json::json!(manager),
+                    detail,
+                )],
+            ));
+        }
         Ok(WriteOptions {
             dry_run,
             field_validation: FieldValidation::parse(self.get("fieldValidation"))?,
-            field_manager: self.get("fieldManager").map(str::to_owned),
+            field_manager,
             force,
         })
     }
@@ -103,6 +121,14 @@ mod tests {
                 .expect_err("invalid")
                 .code,
             400
+        );
+        let long = format!("fieldManager={}", "m".repeat(129));
+        assert_eq!(
+            Query::parse(Some(&long))
+                .write_options()
+                .expect_err("too long")
+                .code,
+            422
         );
     }
 }

@@ -80,8 +80,7 @@ fn dispatch(
             )
         }
         (&Method::GET, Some(name)) => {
-            let object = ops::get(&state.store, resource, namespace, name)?;
-            Ok(ok(&representation.single(resource, &object), &[]))
+            get_one(state, resource, namespace, name, query, representation)
         }
         (&Method::POST, None) if part == Part::Main => {
             let body = parse_body(headers, body)?;
@@ -143,6 +142,28 @@ fn dispatch(
             resource,
         )),
     }
+}
+
+fn get_one(
+    state: &ClusterState,
+    resource: &'static ResourceType,
+    namespace: &str,
+    name: &str,
+    query: &Query,
+    representation: Representation,
+) -> Result<Response, ApiError> {
+    // A version newer than the store's cannot be served (a real server waits a moment first).
+    if let Some(requested) = query
+        .get("resourceVersion")
+        .and_then(|rv| rv.parse::<u64>().ok())
+    {
+        let current = state.store.resource_version();
+        if requested > current {
+            return Err(ApiError::too_large_resource_version(requested, current));
+        }
+    }
+    let object = ops::get(&state.store, resource, namespace, name)?;
+    Ok(ok(&representation.single(resource, &object), &[]))
 }
 
 fn check_acceptable(accept: &str) -> Result<(), ApiError> {

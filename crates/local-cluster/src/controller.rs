@@ -231,3 +231,39 @@ pub(crate) fn is_true(object: &Value, type_: &str) -> bool {
     condition(object, type_)
         .is_some_and(|c| c.get("status").and_then(Value::as_str) == Some("True"))
 }
+
+/// A pod from a template, named `<owner>-<5 random characters>` and controlled by `owner` (of type `resource`).
+pub(crate) fn pod_from_template(resource: &ResourceType, owner: &Value, template: &Value) -> Value {
+    let mut pod = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": template.get("metadata").cloned().unwrap_or_else(|| serde_json::json!({})),
+        "spec": template.get("spec").cloned().unwrap_or_else(|| serde_json::json!({})),
+    });
+    let name = meta::generate_name(&format!("{}-", meta::name(owner)));
+    meta::remove_at(&mut pod, &["metadata", "generateName"]);
+    meta::set_at(&mut pod, &["metadata", "name"], Value::from(name));
+    meta::set_at(
+        &mut pod,
+        &["metadata", "namespace"],
+        Value::from(meta::namespace(owner)),
+    );
+    meta::set_at(
+        &mut pod,
+        &["metadata", "ownerReferences"],
+        serde_json::json!([{"apiVersion": resource.api_version(), "kind": resource.kind,
+            "name": meta::name(owner), "uid": meta::uid(owner), "controller": true, "blockOwnerDeletion": true}]),
+    );
+    pod
+}
+
+/// The name of the object of `kind` controlling `object`, if any.
+pub(crate) fn controller_name<'a>(object: &'a Value, kind: &str) -> Option<&'a str> {
+    meta::owner_references(object)
+        .iter()
+        .find(|r| {
+            r.get("controller") == Some(&Value::Bool(true))
+                && meta::str_at(r, &["kind"]) == Some(kind)
+        })
+        .and_then(|r| meta::str_at(r, &["name"]))
+}

@@ -11,7 +11,7 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::{Value, json};
 
-use crate::controller::{Action, Effect, Key, Reconciler, is_true, jobs};
+use crate::controller::{Action, Effect, Key, Reconciler, controller_name, is_true, jobs};
 use crate::delete::DeleteOptions;
 use crate::meta;
 use crate::ops::Part;
@@ -32,17 +32,6 @@ fn cronjobs() -> &'static ResourceType {
     resources::find("batch", "v1", "cronjobs").expect("cronjobs are served")
 }
 
-/// The CronJob owning a Job, by name.
-fn owner(job: &Value) -> Option<&str> {
-    meta::owner_references(job)
-        .iter()
-        .find(|r| {
-            r.get("controller") == Some(&Value::Bool(true))
-                && meta::str_at(r, &["kind"]) == Some("CronJob")
-        })
-        .and_then(|r| meta::str_at(r, &["name"]))
-}
-
 /// The CronJob controller's reconciler; its keys are CronJobs.
 #[derive(Debug)]
 pub(crate) struct CronJobController;
@@ -53,7 +42,7 @@ impl Reconciler for CronJobController {
             return vec![Key::of(&change.object)];
         }
         if change.resource.is(jobs()) {
-            return owner(&change.object)
+            return controller_name(&change.object, "CronJob")
                 .map(|name| Key {
                     namespace: meta::namespace(&change.object).to_owned(),
                     name: name.to_owned(),

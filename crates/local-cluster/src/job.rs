@@ -247,26 +247,7 @@ fn new_pod(job: &Value) -> Value {
     let template = meta::at(job, &["spec", "template"])
         .cloned()
         .unwrap_or_default();
-    let mut pod = json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": template.get("metadata").cloned().unwrap_or_else(|| json!({})),
-        "spec": template.get("spec").cloned().unwrap_or_else(|| json!({})),
-    });
-    let name = meta::generate_name(&format!("{}-", meta::name(job)));
-    meta::remove_at(&mut pod, &["metadata", "generateName"]);
-    meta::set_at(&mut pod, &["metadata", "name"], json!(name));
-    meta::set_at(
-        &mut pod,
-        &["metadata", "namespace"],
-        json!(meta::namespace(job)),
-    );
-    meta::set_at(
-        &mut pod,
-        &["metadata", "ownerReferences"],
-        json!([{"apiVersion": "batch/v1", "kind": "Job", "name": meta::name(job), "uid": meta::uid(job),
-            "controller": true, "blockOwnerDeletion": true}]),
-    );
+    let mut pod = controller::pod_from_template(jobs(), job, &template);
     meta::set_at(&mut pod, &["metadata", "finalizers"], json!([TRACKING]));
     pod
 }

@@ -32,6 +32,7 @@ mod pod_status;
 mod protobuf;
 mod quantity;
 mod recorder;
+mod replicaset;
 mod resources;
 mod schedule;
 mod selector;

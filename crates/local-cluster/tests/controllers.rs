@@ -525,3 +525,76 @@ async fn a_cronjob_runs_its_missed_minute_as_a_job_and_sees_it_complete() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_replicaset_keeps_its_replicas_running_and_scales_down_with_events() {
+    use k8s_openapi::api::apps::v1::ReplicaSet;
+    use kube::api::{Patch, PatchParams};
+
+    let (_cluster, client) = start(Script::new(Outcome::RunForever)).await;
+    let sets: Api<ReplicaSet> = Api::default_namespaced(client.clone());
+    let set: ReplicaSet = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "main", "image": "busybox"}]}}}
+    }))
+    .expect("valid replicaset");
+    sets.create(&PostParams::default(), &set)
+        .await
+        .expect("created");
+    let ready = |want: i32| {
+        let sets = sets.clone();
+        async move {
+            eventually("the replicas to be ready", || async {
+                let status = sets.get("web").await.expect("replicaset").status?;
+                (status.replicas == want
+                    && status.ready_replicas == Some(want)
+                    && status.available_replicas == Some(want))
+                .then_some(status)
+            })
+            .await
+        }
+    };
+    let status = ready(2).await;
+    assert_eq!(status.fully_labeled_replicas, Some(2));
+    assert_eq!(status.observed_generation, Some(1));
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let listed = pods
+        .list(&ListParams::default().labels("app=web"))
+        .await
+        .expect("pods")
+        .items;
+    assert_eq!(listed.len(), 2);
+    assert!(listed.iter().all(|p| {
+        p.metadata
+            .name
+            .as_deref()
+            .is_some_and(|n| n.starts_with("web-"))
+    }));
+
+    let scale = json!({"spec": {"replicas": 1}});
+    sets.patch("web", &PatchParams::default(), &Patch::Merge(&scale))
+        .await
+        .expect("scaled");
+    let status = ready(1).await;
+    assert_eq!(status.observed_generation, Some(2));
+    eventually("the surplus pod to go", || async {
+        let left = pods
+            .list(&ListParams::default().labels("app=web"))
+            .await
+            .expect("pods")
+            .items;
+        (left.len() == 1).then_some(())
+    })
+    .await;
+    let reasons: Vec<String> = events_about(&client, "web")
+        .await
+        .into_iter()
+        .map(|(_, r, _)| r)
+        .collect();
+    assert_eq!(
+        reasons,
+        ["SuccessfulCreate", "SuccessfulCreate", "SuccessfulDelete"]
+    );
+}

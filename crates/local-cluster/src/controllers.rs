@@ -7,13 +7,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::controller;
 use crate::cronjob::CronJobController;
+use crate::deployment::DeploymentController;
 use crate::job::{Backoff, JobController};
 use crate::kubelet::{Kubelet, ScriptedKubelet};
 use crate::replicaset::ReplicaSetController;
 use crate::store::Store;
 use crate::ttl::TtlController;
 
-/// The controllers of a local cluster: Job, TTL-after-finished, CronJob, ReplicaSet and, when given, a kubelet.
+/// The controllers of a local cluster: Job, TTL-after-finished, CronJob, ReplicaSet, Deployment and, when given,
+/// a kubelet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Controllers {
     /// Delay before recreating a Job's pod after one failure (10 s on Kubernetes); it doubles per consecutive
@@ -45,6 +47,7 @@ pub(crate) fn start(controllers: &Controllers, store: &Store, shutdown: &Cancell
     controller::spawn(TtlController, store, shutdown);
     controller::spawn(CronJobController, store, shutdown);
     controller::spawn(ReplicaSetController, store, shutdown);
+    controller::spawn(DeploymentController, store, shutdown);
     match &controllers.kubelet {
         Some(Kubelet::Scripted(script)) => {
             controller::spawn(ScriptedKubelet::new(script.clone()), store, shutdown);

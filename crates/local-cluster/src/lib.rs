@@ -19,6 +19,7 @@ mod cronjob;
 mod decode;
 mod defaults;
 mod delete;
+mod deployment;
 mod events_view;
 mod faults;
 mod gc;

@@ -598,3 +598,176 @@ async fn a_replicaset_keeps_its_replicas_running_and_scales_down_with_events() {
         ["SuccessfulCreate", "SuccessfulCreate", "SuccessfulDelete"]
     );
 }
+
+fn deployment_conditions(
+    deployment: &k8s_openapi::api::apps::v1::Deployment,
+) -> Vec<(String, String, Option<String>)> {
+    deployment
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| (c.type_, c.status, c.reason))
+        .collect()
+}
+
+/// Waits until generation `generation` of Deployment `web` has rolled out to 2 available replicas.
+async fn rolled_out(
+    deployments: &Api<k8s_openapi::api::apps::v1::Deployment>,
+    generation: i64,
+) -> k8s_openapi::api::apps::v1::Deployment {
+    eventually("the rollout", || async {
+        let d = deployments.get("web").await.expect("deployment");
+        let status = d.status.clone()?;
+        let done = status.observed_generation == Some(generation)
+            && status.updated_replicas == Some(2)
+            && status.replicas == Some(2)
+            && status.available_replicas == Some(2)
+            && deployment_conditions(&d)
+                .iter()
+                .any(|(_, _, r)| r.as_deref() == Some("NewReplicaSetAvailable"));
+        done.then_some(d)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_deployment_rolls_out_and_rolls_a_new_template_over_to_a_new_replicaset() {
+    use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+    use kube::api::{Patch, PatchParams};
+
+    let (_cluster, client) = start(Script::new(Outcome::RunForever)).await;
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    let deployment: Deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "main", "image": "busybox:1"}]}}}
+    }))
+    .expect("valid deployment");
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .expect("created");
+    let first = rolled_out(&deployments, 1).await;
+    assert_eq!(
+        deployment_conditions(&first),
+        [
+            (
+                "Available".to_owned(),
+                "True".to_owned(),
+                Some("MinimumReplicasAvailable".to_owned())
+            ),
+            (
+                "Progressing".to_owned(),
+                "True".to_owned(),
+                Some("NewReplicaSetAvailable".to_owned())
+            ),
+        ]
+    );
+    let revision = |d: &Deployment| {
+        d.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("deployment.kubernetes.io/revision"))
+            .cloned()
+    };
+    assert_eq!(revision(&first), Some("1".to_owned()));
+    let sets: Api<ReplicaSet> = Api::default_namespaced(client.clone());
+    let listed = sets
+        .list(&ListParams::default())
+        .await
+        .expect("replicasets")
+        .items;
+    assert_eq!(listed.len(), 1);
+    let first_set = listed[0].metadata.name.clone().expect("name");
+    let hash = listed[0]
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get("pod-template-hash"))
+        .cloned()
+        .expect("hash label");
+    assert_eq!(first_set, format!("web-{hash}"));
+
+    let new_image = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "busybox:2"}]}}}});
+    deployments
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Strategic(&new_image),
+        )
+        .await
+        .expect("patched");
+    let second = rolled_out(&deployments, 2).await;
+    assert_eq!(revision(&second), Some("2".to_owned()));
+    let old = sets
+        .get(&first_set)
+        .await
+        .expect("old replicaset kept for history");
+    assert_eq!(old.spec.and_then(|s| s.replicas), Some(0));
+    let messages: Vec<String> = events_about(&client, "web")
+        .await
+        .into_iter()
+        .map(|(_, _, m)| m)
+        .collect();
+    assert_eq!(
+        messages.first(),
+        Some(&format!("Scaled up replica set {first_set} from 0 to 2"))
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with(&format!("Scaled down replica set {first_set} from 2 to"))),
+        "{messages:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_deployment_whose_image_cannot_be_pulled_exceeds_its_progress_deadline() {
+    use k8s_openapi::api::apps::v1::Deployment;
+
+    let (_cluster, client) =
+        start(Script::new(Outcome::RunForever).image("nope:1", Outcome::ImagePullError)).await;
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    let deployment: Deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "stuck"},
+        "spec": {"replicas": 1, "progressDeadlineSeconds": 1, "selector": {"matchLabels": {"app": "stuck"}},
+            "template": {"metadata": {"labels": {"app": "stuck"}},
+                "spec": {"containers": [{"name": "main", "image": "nope:1"}]}}}
+    }))
+    .expect("valid deployment");
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .expect("created");
+    let stuck = eventually("ProgressDeadlineExceeded", || async {
+        let d = deployments.get("stuck").await.expect("deployment");
+        deployment_conditions(&d)
+            .iter()
+            .any(|(_, _, r)| r.as_deref() == Some("ProgressDeadlineExceeded"))
+            .then_some(d)
+    })
+    .await;
+    assert_eq!(
+        deployment_conditions(&stuck),
+        [
+            (
+                "Available".to_owned(),
+                "False".to_owned(),
+                Some("MinimumReplicasUnavailable".to_owned())
+            ),
+            (
+                "Progressing".to_owned(),
+                "False".to_owned(),
+                Some("ProgressDeadlineExceeded".to_owned())
+            ),
+        ]
+    );
+    let status = stuck.status.expect("status");
+    assert_eq!(
+        (status.unavailable_replicas, status.available_replicas),
+        (Some(1), None)
+    );
+}

@@ -5,8 +5,8 @@
 //! resourceVersion, the registry operations (`ops`, `apply`, `delete`) with their validation and defaulting,
 //! watches, and the garbage collector (`gc`). Part 2 adds controllers on a small reconciler framework
 //! (`controller`): Job, TTL-after-finished, CronJob, ReplicaSet and Deployment controllers and a scripted kubelet,
-//! opted into with
-//! [`Options::controllers`]. `docs/local-cluster.md` lists what is served and the known divergences.
+//! opted into with [`Options::controllers`]. `docs/local-cluster.md` lists what is served and the known
+//! divergences.
 //!
 //! Start with [`LocalCluster::start`] (tests) or [`serve`] (the `local-cluster` command).
 

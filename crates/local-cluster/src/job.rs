@@ -3,7 +3,7 @@
 //! on `backoffLimit` or `activeDeadlineSeconds`, and writes the status and conditions of Kubernetes 1.31+
 //! (`SuccessCriteriaMet`/`FailureTarget`, then `Complete`/`Failed` once no pod is terminating).
 //!
-//! Not covered: Indexed completion mode, `suspend`, pod failure policies, success policies, per-index back-off,
+//! Not covered: Indexed completion mode, pod failure policies, success policies, per-index back-off,
 //! adoption of orphan pods. Counting is one step (status, then finalizer removal) instead of going through
 //! `uncountedTerminatedPods`, which is always written as `{}`.
 
@@ -302,15 +302,13 @@ fn sync(
         failed,
     } = Pods::of(job, mine);
     let mut status = job.get("status").cloned().unwrap_or_else(|| json!({}));
-    if meta::at(&status, &["startTime"]).is_none() {
-        meta::set_at(&mut status, &["startTime"], json!(now_text));
-    }
     let mut conditions: Vec<Value> = meta::at(&status, &["conditions"])
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
     let mut pod_effects = Vec::new();
     let mut events = Vec::new();
+    let suspended = suspension(job, &mut status, &mut conditions, &mut events, &now_text);
     let mut created = 0;
     // The terminal condition to add once no pod is active or terminating, with its reason and message.
     let ending: Option<(&str, String, String)> =
@@ -320,6 +318,9 @@ fn sync(
             Some(("Failed", reason, message))
         } else if let Some((reason, message)) = reason_of(&conditions, "SuccessCriteriaMet") {
             Some(("Complete", reason, message))
+        } else if suspended {
+            pod_effects.extend(delete_pods(job, &active, &mut events));
+            None
         } else if let Some((reason, message)) = failure(job, &active, failed, now) {
             conditions.push(condition("FailureTarget", reason, message, &now_text));
             pod_effects.extend(delete_pods(job, &active, &mut events));
@@ -385,6 +386,48 @@ fn sync(
     action.effects.extend(pod_effects);
     action.effects.extend(events);
     action
+}
+
+/// Applies `spec.suspend` to the status: the `Suspended` condition and events on each change, `startTime` set
+/// when the Job runs (again). Returns whether the Job is suspended.
+fn suspension(
+    job: &Value,
+    status: &mut Value,
+    conditions: &mut Vec<Value>,
+    events: &mut Vec<Effect>,
+    now: &str,
+) -> bool {
+    let suspended = meta::at(job, &["spec", "suspend"]) == Some(&Value::Bool(true));
+    let was = conditions
+        .iter()
+        .position(|c| c.get("type").and_then(Value::as_str) == Some("Suspended"));
+    let was_suspended =
+        was.is_some_and(|i| conditions[i].get("status").and_then(Value::as_str) == Some("True"));
+    if suspended && !was_suspended {
+        let entry = condition("Suspended", "JobSuspended", "Job suspended", now);
+        match was {
+            Some(i) => conditions[i] = entry,
+            None => conditions.push(entry),
+        }
+        events.push(event(
+            job,
+            "Normal",
+            "Suspended",
+            "Job suspended".to_owned(),
+        ));
+    } else if !suspended && was_suspended {
+        let mut resumed = condition("Suspended", "JobResumed", "Job resumed", now);
+        meta::set_at(&mut resumed, &["status"], json!("False"));
+        if let Some(i) = was {
+            conditions[i] = resumed;
+        }
+        events.push(event(job, "Normal", "Resumed", "Job resumed".to_owned()));
+        meta::set_at(status, &["startTime"], json!(now));
+    }
+    if !suspended && meta::at(status, &["startTime"]).is_none() {
+        meta::set_at(status, &["startTime"], json!(now));
+    }
+    suspended
 }
 
 /// The pods of a Job, sorted the way its status counts them.
@@ -655,6 +698,36 @@ mod tests {
             status_written(&after)["conditions"][0]["reason"],
             "DeadlineExceeded"
         );
+    }
+
+    #[test]
+    fn a_suspended_job_deletes_its_pods_and_resuming_restarts_the_clock() {
+        let running = pod("p1", "Running", None, 0);
+        let suspended = job(&json!({"suspend": true}));
+        let action = decide(
+            Some(&suspended),
+            std::slice::from_ref(&running),
+            at("2026-01-01T00:00:20Z"),
+            BACKOFF,
+        );
+        let status = status_written(&action);
+        assert_eq!(status["conditions"][0]["type"], "Suspended");
+        assert_eq!(status["conditions"][0]["reason"], "JobSuspended");
+        assert!(
+            action
+                .effects
+                .iter()
+                .any(|e| matches!(e, Effect::Delete(_, p, _) if meta::name(p) == "p1"))
+        );
+        assert!(created(&action).is_empty());
+        let mut resumed = job(&json!({"suspend": false}));
+        meta::set_at(&mut resumed, &["status"], status);
+        let action = decide(Some(&resumed), &[], at("2026-01-01T00:01:00Z"), BACKOFF);
+        let status = status_written(&action);
+        assert_eq!(status["conditions"][0]["status"], "False");
+        assert_eq!(status["conditions"][0]["reason"], "JobResumed");
+        assert_eq!(status["startTime"], "2026-01-01T00:01:00Z");
+        assert_eq!(created(&action).len(), 1);
     }
 
     #[test]

@@ -41,8 +41,9 @@ impl Key {
 /// One write a reconciler wants done.
 #[derive(Debug, Clone)]
 pub(crate) enum Effect {
-    /// Create an object in its `metadata.namespace`.
-    Create(&'static ResourceType, Value),
+    /// Create an object in its `metadata.namespace`; if that fails, record the Event (if any) with the error
+    /// appended to its message (`FailedCreate` `Error creating: <error>`).
+    Create(&'static ResourceType, Value, Option<Event>),
     /// Replace an object (or its status); its `resourceVersion` makes the write conditional.
     Replace(&'static ResourceType, Part, Value),
     /// Delete an object, with a uid precondition taken from the given state.
@@ -54,9 +55,10 @@ pub(crate) enum Effect {
 impl PartialEq for Effect {
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
-            (Effect::Create(kind, object), Effect::Create(other_kind, other)) => {
-                kind.is(other_kind) && object == other
-            }
+            (
+                Effect::Create(kind, object, failed),
+                Effect::Create(other_kind, other, other_failed),
+            ) => kind.is(other_kind) && object == other && failed == other_failed,
             (
                 Effect::Replace(kind, part, object),
                 Effect::Replace(other_kind, other_part, other),
@@ -165,9 +167,17 @@ pub(crate) fn execute(store: &Store, effects: Vec<Effect>) -> Result<(), ApiErro
     let options = WriteOptions::default();
     for effect in effects {
         match effect {
-            Effect::Create(resource, object) => {
+            Effect::Create(resource, object, failed) => {
                 let namespace = meta::namespace(&object).to_owned();
-                ops::create(store, resource, Some(&namespace), object, &options)?;
+                if let Err(error) = ops::create(store, resource, Some(&namespace), object, &options)
+                {
+                    if let Some(mut event) = failed {
+                        event.message.push_str(&error.message);
+                        // The creation error is what matters; a lost event does not change it.
+                        let _ = recorder::record(store, &event);
+                    }
+                    return Err(error);
+                }
             }
             Effect::Replace(resource, part, object) => {
                 let namespace = meta::namespace(&object).to_owned();
@@ -204,6 +214,25 @@ pub(crate) fn spawn(reconciler: impl Reconciler, store: &Store, shutdown: &Cance
         store.clone(),
         shutdown.clone(),
     )));
+}
+
+/// The Warning `FailedCreate` Event a controller records when creating a child fails; the executor appends the
+/// error to `prefix`.
+pub(crate) fn failed_create(
+    resource: &ResourceType,
+    owner: &Value,
+    prefix: &str,
+    component: &'static str,
+) -> Event {
+    Event::about(
+        resource,
+        owner,
+        None,
+        "Warning",
+        "FailedCreate",
+        prefix.to_owned(),
+        component,
+    )
 }
 
 /// Pods, which most controllers create or watch.
@@ -266,4 +295,59 @@ pub(crate) fn controller_name<'a>(object: &'a Value, kind: &str) -> Option<&'a s
                 && meta::str_at(r, &["kind"]) == Some(kind)
         })
         .and_then(|r| meta::str_at(r, &["name"]))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_refused_creation_stops_the_effects_and_records_failed_create_with_the_error() {
+        let store = Store::new(100);
+        let namespace = json!({"metadata": {"name": "default"}});
+        ops::create(
+            &store,
+            ops::namespaces(),
+            None,
+            namespace,
+            &WriteOptions::default(),
+        )
+        .expect("namespace");
+        let job = json!({"metadata": {"name": "j", "namespace": "default", "uid": "ju"}});
+        let invalid = json!({"metadata": {"name": "j-abcde", "namespace": "default"}, "spec": {"containers": []}});
+        let later = Event::about(
+            jobs(),
+            &job,
+            None,
+            "Normal",
+            "SuccessfulCreate",
+            "never".into(),
+            "job-controller",
+        );
+        let effects = vec![
+            Effect::Create(
+                pods(),
+                invalid,
+                Some(failed_create(
+                    jobs(),
+                    &job,
+                    "Error creating: ",
+                    "job-controller",
+                )),
+            ),
+            Effect::Event(later),
+        ];
+        let error = execute(&store, effects).expect_err("the pod is invalid");
+        assert_eq!(error.code, 422);
+        let events = store.list(crate::resources::find("", "v1", "events").expect("served"));
+        assert_eq!(events.len(), 1, "the effects after the failure did not run");
+        assert_eq!(events[0]["reason"], "FailedCreate");
+        assert_eq!(events[0]["type"], "Warning");
+        assert_eq!(
+            events[0]["message"],
+            format!("Error creating: {}", error.message)
+        );
+    }
 }

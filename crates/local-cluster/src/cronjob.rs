@@ -11,7 +11,7 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::{Value, json};
 
-use crate::controller::{Action, Effect, Key, Reconciler, controller_name, is_true, jobs};
+use crate::controller::{self, Action, Effect, Key, Reconciler, controller_name, is_true, jobs};
 use crate::delete::DeleteOptions;
 use crate::meta;
 use crate::ops::Part;
@@ -389,7 +389,8 @@ fn schedule_job(
         "SuccessfulCreate",
         format!("Created job {}", meta::name(&job)),
     ));
-    effects.insert(0, Effect::Create(jobs(), job));
+    let failed = controller::failed_create(cronjobs(), cronjob, "Error creating job: ", COMPONENT);
+    effects.insert(0, Effect::Create(jobs(), job, Some(failed)));
 }
 
 #[cfg(test)]
@@ -429,7 +430,7 @@ mod tests {
             .effects
             .iter()
             .filter_map(|e| match e {
-                Effect::Create(_, job) => Some(job),
+                Effect::Create(_, job, _) => Some(job),
                 _ => None,
             })
             .collect()

@@ -316,7 +316,7 @@ pub(crate) fn decide(deployment: &Value, owned: &[Value], now: Timestamp) -> Act
     if created {
         let mut set = new_set.clone();
         meta::set_at(&mut set, &["spec", "replicas"], json!(target));
-        effects.push(Effect::Create(replicasets(), set));
+        effects.push(Effect::Create(replicasets(), set, None));
         if target > 0 {
             effects.push(event(
                 deployment,
@@ -556,7 +556,7 @@ mod tests {
             .effects
             .iter()
             .filter_map(|e| match e {
-                Effect::Create(_, set) => Some(int(set, &["spec", "replicas"])),
+                Effect::Create(_, set, _) => Some(int(set, &["spec", "replicas"])),
                 _ => None,
             })
             .collect();

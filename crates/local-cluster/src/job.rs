@@ -487,7 +487,8 @@ fn create_pods(job: &Value, count: usize, events: &mut Vec<Effect>) -> Vec<Effec
             let pod = new_pod(job);
             let message = format!("Created pod: {}", meta::name(&pod));
             events.push(event(job, "Normal", "SuccessfulCreate", message));
-            Effect::Create(controller::pods(), pod)
+            let failed = controller::failed_create(jobs(), job, "Error creating: ", COMPONENT);
+            Effect::Create(controller::pods(), pod, Some(failed))
         })
         .collect()
 }
@@ -587,7 +588,7 @@ mod tests {
             .effects
             .iter()
             .filter_map(|e| match e {
-                Effect::Create(_, pod) => Some(pod),
+                Effect::Create(_, pod, _) => Some(pod),
                 _ => None,
             })
             .collect()

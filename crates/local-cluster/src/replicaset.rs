@@ -130,7 +130,9 @@ pub(crate) fn decide(set: &Value, owned: &[Value], now: Timestamp) -> Action {
                 "SuccessfulCreate",
                 format!("Created pod: {}", meta::name(&pod)),
             ));
-            effects.insert(0, Effect::Create(pods(), pod));
+            let failed =
+                controller::failed_create(replicasets(), set, "Error creating: ", COMPONENT);
+            effects.insert(0, Effect::Create(pods(), pod, Some(failed)));
         }
     } else if active.len() > wanted {
         // Unscheduled, then not ready, then the newest go first.

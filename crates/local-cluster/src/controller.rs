@@ -98,8 +98,17 @@ pub(crate) trait Reconciler: Send + 'static {
 }
 
 /// How long to wait before retrying a key whose effects failed (a conflict usually; the change that caused it
-/// normally triggers the key earlier).
+/// normally triggers the key earlier); it doubles per consecutive failure of the key, up to [`RETRY_CAP`], so a
+/// refusal that lasts (a quota) does not turn into a stream of writes.
 const RETRY_AFTER: Duration = Duration::from_millis(200);
+const RETRY_CAP: Duration = Duration::from_secs(60);
+
+/// The retry delay after `failures` consecutive failures.
+fn retry_after(failures: u32) -> Duration {
+    RETRY_AFTER
+        .saturating_mul(2_u32.saturating_pow(failures.saturating_sub(1)))
+        .min(RETRY_CAP)
+}
 
 /// Runs a reconciler until `shutdown`.
 pub(crate) async fn run(
@@ -110,15 +119,21 @@ pub(crate) async fn run(
     let mut changes = store.subscribe();
     let mut queue: BTreeSet<Key> = reconciler.all(&store).into_iter().collect();
     let mut timers: BTreeMap<Key, Instant> = BTreeMap::new();
+    let mut failures: BTreeMap<Key, u32> = BTreeMap::new();
     loop {
         for key in std::mem::take(&mut queue) {
             timers.remove(&key);
             let action = reconciler.reconcile(&key, &store);
             let requeue = match execute(&store, action.effects) {
-                Ok(()) => action.requeue_after,
+                Ok(()) => {
+                    failures.remove(&key);
+                    action.requeue_after
+                }
                 Err(error) => {
-                    tracing::debug!(?key, %error, "reconcile failed, retrying");
-                    Some(RETRY_AFTER)
+                    let count = failures.entry(key.clone()).or_insert(0);
+                    *count += 1;
+                    tracing::debug!(?key, %error, failures = *count, "reconcile failed, retrying");
+                    Some(retry_after(*count))
                 }
             };
             if let Some(after) = requeue {
@@ -302,6 +317,12 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn retries_back_off_from_200_ms_to_a_minute() {
+        let delays = [1, 2, 3, 9, 20].map(|n| retry_after(n).as_millis());
+        assert_eq!(delays, [200, 400, 800, 51_200, 60_000]);
+    }
 
     #[test]
     fn a_refused_creation_stops_the_effects_and_records_failed_create_with_the_error() {

@@ -54,8 +54,8 @@ pub enum Outcome {
     RunForever,
 }
 
-/// Chooses an [`Outcome`] per pod: the first matching rule (by image, or by a pod label such as
-/// `job-name`), else the default; plus the timings of the simulated node.
+/// Chooses an [`Outcome`] per pod: the first matching rule (by image, by a pod label such as `job-name`, or by
+/// an annotation), else the default; plus the timings of the simulated node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Script {
     default: Outcome,
@@ -68,6 +68,7 @@ pub struct Script {
 enum Match {
     Image(String),
     Label(String, String),
+    Annotation(String, String),
 }
 
 impl Script {
@@ -97,6 +98,14 @@ impl Script {
         self
     }
 
+    /// Pods with this annotation (set in a pod template, say) get `outcome`.
+    #[must_use]
+    pub fn annotation(mut self, key: &str, value: &str, outcome: Outcome) -> Self {
+        self.rules
+            .push((Match::Annotation(key.to_owned(), value.to_owned()), outcome));
+        self
+    }
+
     /// How long containers stay `ContainerCreating` (a slow start is a long delay).
     #[must_use]
     pub fn start_delay(mut self, delay: Duration) -> Self {
@@ -120,6 +129,9 @@ impl Script {
             .iter()
             .find(|(m, _)| match m {
                 Match::Image(image) => images.contains(image),
+                Match::Annotation(key, value) => {
+                    meta::str_at(pod, &["metadata", "annotations", key]) == Some(value.as_str())
+                }
                 Match::Label(key, value) => {
                     meta::labels(pod)
                         .and_then(|l| l.get(key))
@@ -789,10 +801,29 @@ mod tests {
     }
 
     #[test]
-    fn rules_choose_the_outcome_by_image_then_label() {
+    fn rules_choose_the_outcome_by_image_label_or_annotation_in_order() {
         let script = Script::new(Outcome::RunForever)
+            .annotation(
+                "outcome",
+                "oom",
+                Outcome::OomKilled {
+                    after: Duration::ZERO,
+                },
+            )
             .image("busybox", Outcome::CannotStart)
             .label("job-name", "x", Outcome::ImagePullError);
+        let mut annotated = pod("Never");
+        meta::set_at(
+            &mut annotated,
+            &["metadata", "annotations"],
+            json!({"outcome": "oom"}),
+        );
+        assert_eq!(
+            script.outcome(&annotated),
+            &Outcome::OomKilled {
+                after: Duration::ZERO
+            }
+        );
         assert_eq!(script.outcome(&pod("Never")), &Outcome::CannotStart);
         let mut other = pod("Never");
         meta::set_at(

@@ -310,6 +310,7 @@ fn sync(
     let mut events = Vec::new();
     let suspended = suspension(job, &mut status, &mut conditions, &mut events, &now_text);
     let mut created = 0;
+    let mut removed = 0;
     // The terminal condition to add once no pod is active or terminating, with its reason and message.
     let ending: Option<(&str, String, String)> =
         if let Some((reason, message)) = reason_of(&conditions, "FailureTarget") {
@@ -335,8 +336,12 @@ fn sync(
             conditions.push(condition("SuccessCriteriaMet", reason, message, &now_text));
             Some(("Complete", reason.to_owned(), message.to_owned()))
         } else {
-            let wanted = wanted_active(job, succeeded);
-            if active.len() < wanted {
+            let wanted = wanted_active(job, succeeded, active.len());
+            if active.len() > wanted {
+                let surplus = surplus(&active, wanted);
+                removed = surplus.len();
+                pod_effects.extend(delete_pods(job, &surplus, &mut events));
+            } else if active.len() < wanted {
                 if let Some(at) = retry_at(mine, backoff).filter(|at| *at > now) {
                     action.requeue(now.duration_until(at).unsigned_abs());
                 } else {
@@ -367,7 +372,12 @@ fn sync(
         }
     }
     let ready = active.iter().filter(|p| is_true(p, "Ready")).count();
-    set_counts(&mut status, active.len() + created, succeeded, failed);
+    set_counts(
+        &mut status,
+        active.len() + created - removed,
+        succeeded,
+        failed,
+    );
     meta::set_at(&mut status, &["ready"], json!(ready));
     meta::set_at(&mut status, &["terminating"], json!(terminating));
     meta::set_at(&mut status, &["uncountedTerminatedPods"], json!({}));
@@ -509,15 +519,23 @@ fn reason_of(conditions: &[Value], type_: &str) -> Option<(String, String)> {
 }
 
 /// How many pods should be active now.
-fn wanted_active(job: &Value, succeeded: i64) -> usize {
+fn wanted_active(job: &Value, succeeded: i64, active: usize) -> usize {
     let parallelism = int(job, &["spec", "parallelism"]).unwrap_or(1);
     let wanted = match int(job, &["spec", "completions"]) {
-        // Without completions, the first success means no new pods.
-        None if succeeded > 0 => 0,
+        // Without completions, the first success means no new pods, but the running ones finish.
+        None if succeeded > 0 => return active,
         None => parallelism,
         Some(completions) => parallelism.min(completions - succeeded),
     };
     usize::try_from(wanted).unwrap_or(0)
+}
+
+/// The active pods beyond `wanted`, not-ready ones first (parallelism lowered, or completions nearly reached).
+fn surplus<'a>(active: &[&'a Value], wanted: usize) -> Vec<&'a Value> {
+    let mut surplus = active.to_vec();
+    surplus.sort_by_key(|p| is_true(p, "Ready"));
+    surplus.truncate(active.len().saturating_sub(wanted));
+    surplus
 }
 
 /// Deletes pods (Background, the pod's own grace period), each with its `SuccessfulDelete` event.
@@ -729,6 +747,63 @@ mod tests {
         assert_eq!(status["conditions"][0]["reason"], "JobResumed");
         assert_eq!(status["startTime"], "2026-01-01T00:01:00Z");
         assert_eq!(created(&action).len(), 1);
+    }
+
+    #[test]
+    fn lowering_parallelism_deletes_surplus_pods_not_ready_first() {
+        let mut ready = pod("ready", "Running", None, 0);
+        meta::set_at(
+            &mut ready,
+            &["status", "conditions"],
+            json!([{"type": "Ready", "status": "True"}]),
+        );
+        let starting = pod("starting", "Pending", None, 0);
+        let action = decide(
+            Some(&job(&json!({"parallelism": 1, "completions": 5}))),
+            &[ready, starting],
+            at("2026-01-01T00:00:20Z"),
+            BACKOFF,
+        );
+        let deleted: Vec<&str> = action
+            .effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Delete(_, p, _) => Some(meta::name(p)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(deleted, ["starting"]);
+        assert_eq!(status_written(&action)["active"], 1);
+    }
+
+    #[test]
+    fn without_completions_the_first_success_lets_running_pods_finish_without_new_ones() {
+        let spec = json!({"parallelism": 2});
+        let done = pod("done", "Succeeded", Some("2026-01-01T00:00:10Z"), 0);
+        let running = pod("running", "Running", None, 0);
+        let action = decide(
+            Some(&job(&spec)),
+            &[done, running],
+            at("2026-01-01T00:00:20Z"),
+            BACKOFF,
+        );
+        assert!(created(&action).is_empty());
+        assert!(
+            !action
+                .effects
+                .iter()
+                .any(|e| matches!(e, Effect::Delete(..)))
+        );
+        let status = status_written(&action);
+        assert_eq!(
+            (status["succeeded"].clone(), status["active"].clone()),
+            (json!(1), json!(1))
+        );
+        assert_eq!(
+            status.get("conditions"),
+            None,
+            "not complete while a pod runs"
+        );
     }
 
     #[test]

@@ -52,34 +52,39 @@ fn controlling_job(pod: &Value) -> Option<&Value> {
     })
 }
 
+/// The name of the Job a pod belongs to: its controller's, or, for a pod orphaned while still holding the
+/// tracking finalizer, its `batch.kubernetes.io/job-name` label's (so the finalizer can be removed).
+fn job_of(pod: &Value) -> Option<&str> {
+    match controlling_job(pod) {
+        Some(owner) => meta::str_at(owner, &["name"]),
+        None if has_tracking(pod) => {
+            meta::str_at(pod, &["metadata", "labels", "batch.kubernetes.io/job-name"])
+        }
+        None => None,
+    }
+}
+
+fn key_of_pod(pod: &Value) -> Option<Key> {
+    job_of(pod).map(|name| Key {
+        namespace: meta::namespace(pod).to_owned(),
+        name: name.to_owned(),
+    })
+}
+
 impl Reconciler for JobController {
     fn keys(&self, change: &Change) -> Vec<Key> {
         if change.resource.is(jobs()) {
             return vec![Key::of(&change.object)];
         }
         if change.resource.is(pods()) {
-            return controlling_job(&change.object)
-                .and_then(|owner| meta::str_at(owner, &["name"]))
-                .map(|name| Key {
-                    namespace: meta::namespace(&change.object).to_owned(),
-                    name: name.to_owned(),
-                })
-                .into_iter()
-                .collect();
+            return key_of_pod(&change.object).into_iter().collect();
         }
         Vec::new()
     }
 
     fn all(&self, store: &Store) -> Vec<Key> {
         let mut keys: Vec<Key> = store.list(jobs()).iter().map(Key::of).collect();
-        for pod in store.list(pods()) {
-            if let Some(name) = controlling_job(&pod).and_then(|o| meta::str_at(o, &["name"])) {
-                keys.push(Key {
-                    namespace: meta::namespace(&pod).to_owned(),
-                    name: name.to_owned(),
-                });
-            }
-        }
+        keys.extend(store.list(pods()).iter().filter_map(key_of_pod));
         keys
     }
 
@@ -90,10 +95,7 @@ impl Reconciler for JobController {
                 .cloned();
             let pods: Vec<Value> = s
                 .list(pods(), Some(&key.namespace))
-                .filter(|p| {
-                    controlling_job(p).and_then(|o| meta::str_at(o, &["name"]))
-                        == Some(key.name.as_str())
-                })
+                .filter(|p| job_of(p) == Some(key.name.as_str()))
                 .cloned()
                 .collect();
             (job, pods)

@@ -771,3 +771,31 @@ async fn a_deployment_whose_image_cannot_be_pulled_exceeds_its_progress_deadline
         (Some(1), None)
     );
 }
+
+#[tokio::test]
+async fn pods_orphaned_by_deleting_their_job_keep_running_without_the_tracking_finalizer() {
+    use kube::api::DeleteParams;
+
+    let (_cluster, client) = start(Script::new(Outcome::RunForever)).await;
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    jobs.create(&PostParams::default(), &job("left", "busybox", &json!({})))
+        .await
+        .expect("created");
+    eventually("a running pod", || async {
+        let pods = pods_of(&client, "left").await;
+        let pod = pods.into_iter().next()?;
+        (pod.status.as_ref()?.phase.as_deref() == Some("Running")).then_some(())
+    })
+    .await;
+    jobs.delete("left", &DeleteParams::orphan())
+        .await
+        .expect("deleted");
+    let pod = eventually("the orphan to be released", || async {
+        let pod = pods_of(&client, "left").await.into_iter().next()?;
+        (pod.metadata.owner_references.is_none() && pod.metadata.finalizers.is_none())
+            .then_some(pod)
+    })
+    .await;
+    assert_eq!(pod.status.and_then(|s| s.phase).as_deref(), Some("Running"));
+    assert!(jobs.get_opt("left").await.expect("get works").is_none());
+}

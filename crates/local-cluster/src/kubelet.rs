@@ -376,6 +376,44 @@ impl Step<'_> {
         (self.action, next)
     }
 
+    /// A new pod: containers are being created, images pulled.
+    fn accept(mut self) -> (Action, Option<Next>) {
+        self.write(
+            "Pending",
+            waiting("ContainerCreating", ""),
+            json!({}),
+            0,
+            false,
+        );
+        self.events("Normal", "Pulling", |_, image| {
+            format!("Pulling image \"{image}\"")
+        });
+        self.action.requeue_after = Some(self.script.start_delay);
+        self.done(Some(Next::Enter(Stage::Creating, 0)))
+    }
+
+    /// The containers were lost with the previous kubelet, as in a node restart: under `Never` the pod fails
+    /// with `ContainerStatusUnknown`; otherwise the containers start again, counted as a restart.
+    fn lost(mut self) -> (Action, Option<Next>) {
+        let terminated = json!({"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown",
+            "message": "The container could not be located when the pod was terminated",
+            "startedAt": null, "finishedAt": self.now}});
+        if meta::str_at(self.pod, &["spec", "restartPolicy"]) == Some("Never") {
+            self.write("Failed", terminated, json!({}), self.restarts, false);
+            return self.done(None);
+        }
+        let restarts = self.restarts + 1;
+        self.write(
+            "Pending",
+            waiting("ContainerCreating", ""),
+            terminated,
+            restarts,
+            false,
+        );
+        self.action.requeue_after = Some(self.script.start_delay);
+        self.done(Some(Next::Enter(Stage::Creating, restarts)))
+    }
+
     /// Containers are created: they start, fail to start, or their image cannot be pulled.
     fn start(mut self, outcome: &Outcome) -> (Action, Option<Next>) {
         match outcome {
@@ -494,6 +532,16 @@ impl Step<'_> {
     }
 }
 
+/// Whether the pod's containers were started by an earlier life of the kubelet (the cluster restarted from its
+/// state file): this kubelet never saw the pod, yet it has running or restarting containers.
+fn started_elsewhere(pod: &Value) -> bool {
+    meta::at(pod, &["status", "containerStatuses"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| c.get("containerID").is_some() || meta::at(c, &["state", "running"]).is_some())
+}
+
 /// Stops a deleted pod's containers (they honour SIGTERM at once: exit 143) and writes the terminal status,
 /// after which the pod goes away unless finalizers hold it.
 fn terminate(pod: &Value, restarts: u32, now: &str) -> Action {
@@ -575,18 +623,11 @@ fn step(
         action,
     };
     let Some((run, elapsed)) = run else {
-        step.write(
-            "Pending",
-            waiting("ContainerCreating", ""),
-            json!({}),
-            0,
-            false,
-        );
-        step.events("Normal", "Pulling", |_, image| {
-            format!("Pulling image \"{image}\"")
-        });
-        step.action.requeue_after = Some(script.start_delay);
-        return step.done(Some(Next::Enter(Stage::Creating, 0)));
+        return if started_elsewhere(pod) {
+            step.lost()
+        } else {
+            step.accept()
+        };
     };
     let length = match run.stage {
         Stage::Creating => Some(script.start_delay),

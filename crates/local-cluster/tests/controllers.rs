@@ -14,13 +14,17 @@ use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, Outco
 const MS: Duration = Duration::from_millis(1);
 
 async fn start(script: Script) -> (LocalCluster, kube::Client) {
+    start_with(script, Options::default()).await
+}
+
+async fn start_with(script: Script, options: Options) -> (LocalCluster, kube::Client) {
     let cluster = LocalCluster::start(Options {
         controllers: Some(Controllers {
             job_backoff_base: 20 * MS,
             job_backoff_cap: 100 * MS,
             kubelet: Some(Kubelet::Scripted(script.restart_backoff(30 * MS))),
         }),
-        ..Options::default()
+        ..options
     })
     .await
     .expect("cluster starts");
@@ -798,4 +802,45 @@ async fn pods_orphaned_by_deleting_their_job_keep_running_without_the_tracking_f
     .await;
     assert_eq!(pod.status.and_then(|s| s.phase).as_deref(), Some("Running"));
     assert!(jobs.get_opt("left").await.expect("get works").is_none());
+}
+
+#[tokio::test]
+async fn after_a_restart_from_the_state_file_a_running_job_pod_is_lost_like_on_a_rebooted_node() {
+    let directory = tempfile::tempdir().expect("temp dir");
+    let options = Options {
+        state_file: Some(directory.path().join("state.json")),
+        ..Options::default()
+    };
+    let (cluster, client) = start_with(Script::new(Outcome::RunForever), options.clone()).await;
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    jobs.create(
+        &PostParams::default(),
+        &job("rebooted", "busybox", &json!({"backoffLimit": 0})),
+    )
+    .await
+    .expect("created");
+    eventually("a running pod", || async {
+        let pod = pods_of(&client, "rebooted").await.into_iter().next()?;
+        (pod.status.as_ref()?.phase.as_deref() == Some("Running")).then_some(())
+    })
+    .await;
+    cluster.shutdown().await.expect("clean shutdown");
+
+    let (_cluster, client) = start_with(Script::new(Outcome::RunForever), options).await;
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    let failed = finished(&jobs, "rebooted", "Failed").await;
+    assert_eq!(failed.status.and_then(|s| s.failed), Some(1));
+    let pod = pods_of(&client, "rebooted")
+        .await
+        .into_iter()
+        .next()
+        .expect("the lost pod stays");
+    assert_eq!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Failed")
+    );
+    assert_eq!(
+        terminated(&pod),
+        Some((137, "ContainerStatusUnknown".to_owned()))
+    );
 }

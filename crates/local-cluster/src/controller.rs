@@ -256,6 +256,12 @@ pub(crate) fn pods() -> &'static ResourceType {
     crate::resources::find("", "v1", "pods").expect("pods are served")
 }
 
+/// ReplicaSets, which the Deployment controller creates and the ReplicaSet controller runs.
+pub(crate) fn replicasets() -> &'static ResourceType {
+    // Invariant: replicasets are in the static registry.
+    crate::resources::find("apps", "v1", "replicasets").expect("replicasets are served")
+}
+
 /// Jobs.
 pub(crate) fn jobs() -> &'static ResourceType {
     // Invariant: jobs are in the static registry.

@@ -11,7 +11,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
-use crate::controller::{Action, Effect, Key, Reconciler, controller_name};
+use crate::controller::{Action, Effect, Key, Reconciler, controller_name, replicasets};
 use crate::delete::DeleteOptions;
 use crate::meta;
 use crate::ops::Part;
@@ -26,11 +26,6 @@ const REVISION: &str = "deployment.kubernetes.io/revision";
 fn deployments() -> &'static ResourceType {
     // Invariant: deployments are in the static registry.
     resources::find("apps", "v1", "deployments").expect("deployments are served")
-}
-
-fn replicasets() -> &'static ResourceType {
-    // Invariant: replicasets are in the static registry.
-    resources::find("apps", "v1", "replicasets").expect("replicasets are served")
 }
 
 /// The Deployment controller's reconciler; its keys are Deployments.

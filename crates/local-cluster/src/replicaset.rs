@@ -10,22 +10,16 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use crate::controller::{
-    self, Action, Effect, Key, Reconciler, condition, controller_name, is_true, pods,
+    self, Action, Effect, Key, Reconciler, condition, controller_name, is_true, pods, replicasets,
 };
 use crate::delete::DeleteOptions;
 use crate::meta;
 use crate::ops::Part;
 use crate::recorder::Event;
-use crate::resources::{self, ResourceType};
 use crate::selector::LabelSelector;
 use crate::store::{Change, ObjectKey, Store};
 
 const COMPONENT: &str = "replicaset-controller";
-
-fn replicasets() -> &'static ResourceType {
-    // Invariant: replicasets are in the static registry.
-    resources::find("apps", "v1", "replicasets").expect("replicasets are served")
-}
 
 /// The ReplicaSet controller's reconciler; its keys are ReplicaSets.
 #[derive(Debug)]

@@ -9,8 +9,9 @@ use crate::controller;
 use crate::cronjob::CronJobController;
 use crate::deployment::DeploymentController;
 use crate::job::{Backoff, JobController};
-use crate::kubelet::{Kubelet, ScriptedKubelet};
+use crate::kubelet::ScriptedKubelet;
 use crate::replicaset::ReplicaSetController;
+use crate::script::Kubelet;
 use crate::store::Store;
 use crate::ttl::TtlController;
 

@@ -1,8 +1,9 @@
-//! The kubelet of the local cluster's single node. Today it has one mode, [`Kubelet::Scripted`]: containers run
+//! The kubelet of the local cluster's single node. Today it has one mode, `Kubelet::Scripted`: containers run
 //! nothing and follow an [`Outcome`] chosen per pod by a [`Script`], KWOK-style (reference §4) — every step is
 //! a status write through the API plus the kubelet's Events, so watchers see what a real node shows: binding,
 //! `ContainerCreating`, running, terminated with the right reason and exit code, crash-loop and image-pull
 //! back-offs, and graceful deletion. Running real processes is a second mode to come behind the same enum.
+//! What a script says lives in [`crate::script`]; this module plays it.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -17,131 +18,8 @@ use crate::meta;
 use crate::ops::Part;
 use crate::pod_status::{self, PodView};
 use crate::recorder::Event;
+use crate::script::{Outcome, Script, crash_backoff, run_length};
 use crate::store::{Change, ObjectKey, Store};
-
-/// How the node runs pods.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Kubelet {
-    /// Containers follow a script instead of running (tests).
-    Scripted(Script),
-}
-
-/// What the containers of a scripted pod do.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// Run for `after`, then exit 0 (`Completed`).
-    Succeed {
-        /// How long the container runs.
-        after: Duration,
-    },
-    /// Run for `after`, then exit with `code` (`Error`); restarted with back-off under OnFailure/Always.
-    Exit {
-        /// The exit code (non-zero).
-        code: i32,
-        /// How long the container runs.
-        after: Duration,
-    },
-    /// Run for `after`, then get killed for memory (`OOMKilled`, 137).
-    OomKilled {
-        /// How long the container runs.
-        after: Duration,
-    },
-    /// The runtime cannot start the command (`StartError`, 128, as containerd reports a missing executable).
-    CannotStart,
-    /// The image cannot be pulled: `ErrImagePull`, then `ImagePullBackOff`; the pod stays Pending.
-    ImagePullError,
-    /// Run until the pod is deleted.
-    RunForever,
-}
-
-/// Chooses an [`Outcome`] per pod: the first matching rule (by image, by a pod label such as `job-name`, or by
-/// an annotation), else the default; plus the timings of the simulated node.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Script {
-    default: Outcome,
-    rules: Vec<(Match, Outcome)>,
-    start_delay: Duration,
-    restart_backoff: Duration,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Match {
-    Image(String),
-    Label(String, String),
-    Annotation(String, String),
-}
-
-impl Script {
-    /// Every pod gets `default`; containers start 10 ms after binding and crash loops back off from 10 s.
-    #[must_use]
-    pub fn new(default: Outcome) -> Self {
-        Script {
-            default,
-            rules: Vec::new(),
-            start_delay: Duration::from_millis(10),
-            restart_backoff: Duration::from_secs(10),
-        }
-    }
-
-    /// Pods with a container of this image (exactly as written in the pod) get `outcome`.
-    #[must_use]
-    pub fn image(mut self, image: &str, outcome: Outcome) -> Self {
-        self.rules.push((Match::Image(image.to_owned()), outcome));
-        self
-    }
-
-    /// Pods with this label (e.g. `job-name`) get `outcome`.
-    #[must_use]
-    pub fn label(mut self, key: &str, value: &str, outcome: Outcome) -> Self {
-        self.rules
-            .push((Match::Label(key.to_owned(), value.to_owned()), outcome));
-        self
-    }
-
-    /// Pods with this annotation (set in a pod template, say) get `outcome`.
-    #[must_use]
-    pub fn annotation(mut self, key: &str, value: &str, outcome: Outcome) -> Self {
-        self.rules
-            .push((Match::Annotation(key.to_owned(), value.to_owned()), outcome));
-        self
-    }
-
-    /// How long containers stay `ContainerCreating` (a slow start is a long delay).
-    #[must_use]
-    pub fn start_delay(mut self, delay: Duration) -> Self {
-        self.start_delay = delay;
-        self
-    }
-
-    /// The first crash-loop (and image-pull) back-off; it doubles per restart up to 30 times this (10 s → 300 s).
-    #[must_use]
-    pub fn restart_backoff(mut self, backoff: Duration) -> Self {
-        self.restart_backoff = backoff;
-        self
-    }
-
-    fn outcome(&self, pod: &Value) -> &Outcome {
-        let images: Vec<String> = pod_status::containers(pod)
-            .into_iter()
-            .map(|(_, i)| i)
-            .collect();
-        self.rules
-            .iter()
-            .find(|(m, _)| match m {
-                Match::Image(image) => images.contains(image),
-                Match::Annotation(key, value) => {
-                    meta::str_at(pod, &["metadata", "annotations", key]) == Some(value.as_str())
-                }
-                Match::Label(key, value) => {
-                    meta::labels(pod)
-                        .and_then(|l| l.get(key))
-                        .and_then(Value::as_str)
-                        == Some(value)
-                }
-            })
-            .map_or(&self.default, |(_, o)| o)
-    }
-}
 
 /// Where a pod's containers are in their script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -275,12 +153,6 @@ fn started_at(pod: &Value) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// The restart back-off after `restarts` restarts: doubling from the script's base, capped at 30 times it.
-fn crash_backoff(script: &Script, restarts: u32) -> Duration {
-    let factor = 2_u32.saturating_pow(restarts.saturating_sub(1)).min(30);
-    script.restart_backoff.saturating_mul(factor)
-}
-
 /// A duration as Go prints it in kubelet messages: `10s`, `5m0s`, `20ms`.
 fn go_duration(duration: Duration) -> String {
     let seconds = duration.as_secs();
@@ -290,16 +162,6 @@ fn go_duration(duration: Duration) -> String {
         format!("{}m{}s", seconds / 60, seconds % 60)
     } else {
         format!("{seconds}s")
-    }
-}
-
-/// How long a container of this outcome runs before exiting, if it exits.
-fn run_length(outcome: &Outcome) -> Option<Duration> {
-    match outcome {
-        Outcome::Succeed { after } | Outcome::Exit { after, .. } | Outcome::OomKilled { after } => {
-            Some(*after)
-        }
-        Outcome::CannotStart | Outcome::ImagePullError | Outcome::RunForever => None,
     }
 }
 
@@ -842,44 +704,9 @@ mod tests {
     }
 
     #[test]
-    fn rules_choose_the_outcome_by_image_label_or_annotation_in_order() {
-        let script = Script::new(Outcome::RunForever)
-            .annotation(
-                "outcome",
-                "oom",
-                Outcome::OomKilled {
-                    after: Duration::ZERO,
-                },
-            )
-            .image("busybox", Outcome::CannotStart)
-            .label("job-name", "x", Outcome::ImagePullError);
-        let mut annotated = pod("Never");
-        meta::set_at(
-            &mut annotated,
-            &["metadata", "annotations"],
-            json!({"outcome": "oom"}),
-        );
-        assert_eq!(
-            script.outcome(&annotated),
-            &Outcome::OomKilled {
-                after: Duration::ZERO
-            }
-        );
-        assert_eq!(script.outcome(&pod("Never")), &Outcome::CannotStart);
-        let mut other = pod("Never");
-        meta::set_at(
-            &mut other,
-            &["spec", "containers"],
-            json!([{"name": "main", "image": "other"}]),
-        );
-        assert_eq!(script.outcome(&other), &Outcome::RunForever);
-        meta::set_at(
-            &mut other,
-            &["metadata", "labels"],
-            json!({"job-name": "x"}),
-        );
-        assert_eq!(script.outcome(&other), &Outcome::ImagePullError);
+    fn durations_read_as_go_prints_them() {
         assert_eq!(go_duration(Duration::from_secs(300)), "5m0s");
+        assert_eq!(go_duration(Duration::from_secs(10)), "10s");
         assert_eq!(go_duration(Duration::from_millis(20)), "20ms");
     }
 

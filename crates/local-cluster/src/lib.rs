@@ -37,6 +37,7 @@ mod recorder;
 mod replicaset;
 mod resources;
 mod schedule;
+mod script;
 mod selector;
 mod status;
 mod store;
@@ -49,8 +50,8 @@ pub use cluster::{
 };
 pub use controllers::Controllers;
 pub use faults::Fault;
-pub use kubelet::{Kubelet, Outcome, Script};
 pub use resources::{Propagation, RESOURCES, ResourceType, by_kind, find};
+pub use script::{Kubelet, Outcome, Script};
 pub use selector::{FieldSelector, LabelSelector};
 pub use status::{ApiError, FieldError, FieldErrorKind};
 pub use store::{Change, EventType, Store};

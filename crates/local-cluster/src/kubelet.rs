@@ -326,13 +326,15 @@ impl Step<'_> {
             Outcome::Succeed { .. }
             | Outcome::Exit { .. }
             | Outcome::OomKilled { .. }
-            | Outcome::RunForever => {
+            | Outcome::RunForever
+            | Outcome::NeverReady => {
+                let ready = *outcome != Outcome::NeverReady;
                 self.write(
                     "Running",
                     json!({"running": {"startedAt": self.now}}),
                     self.last_state(),
                     self.restarts,
-                    true,
+                    ready,
                 );
                 self.events("Normal", "Pulled", |_, image| {
                     format!("Container image \"{image}\" already present on machine")
@@ -701,6 +703,28 @@ mod tests {
         assert!(
             matches!(action.effects.last(), Some(Effect::Delete(_, _, options)) if options.grace_period == Some(0))
         );
+    }
+
+    #[test]
+    fn a_never_ready_container_runs_started_but_keeps_the_pod_not_ready() {
+        let creating = run(Stage::Creating, 0);
+        let script = Script::new(Outcome::NeverReady);
+        let (action, next) = step(
+            &pod("Always"),
+            Some((creating, Duration::from_secs(1))),
+            &script,
+            NOW,
+        );
+        assert_eq!(next, Some(Next::Enter(Stage::Running, 0)));
+        assert_eq!(action.requeue_after, None, "it never exits");
+        let status = written_status(&action);
+        assert_eq!(status["phase"], "Running");
+        let container = &status["containerStatuses"][0];
+        assert_eq!(
+            (container["started"].clone(), container["ready"].clone()),
+            (json!(true), json!(false))
+        );
+        assert_eq!(status["conditions"][2]["reason"], "ContainersNotReady");
     }
 
     #[test]

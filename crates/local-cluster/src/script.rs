@@ -41,6 +41,8 @@ pub enum Outcome {
     ImagePullError,
     /// Run until the pod is deleted.
     RunForever,
+    /// Run until the pod is deleted without ever becoming ready (as with a failing readiness probe).
+    NeverReady,
 }
 
 /// Chooses an [`Outcome`] per pod: the first matching rule (by image, by a pod label such as `job-name`, or by
@@ -145,7 +147,10 @@ pub(crate) fn run_length(outcome: &Outcome) -> Option<Duration> {
         Outcome::Succeed { after } | Outcome::Exit { after, .. } | Outcome::OomKilled { after } => {
             Some(*after)
         }
-        Outcome::CannotStart | Outcome::ImagePullError | Outcome::RunForever => None,
+        Outcome::CannotStart
+        | Outcome::ImagePullError
+        | Outcome::RunForever
+        | Outcome::NeverReady => None,
     }
 }
 

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::{self, ClusterState};
 pub use crate::bootstrap::{IDENTITY_NAME, IDENTITY_NAMESPACE};
+use crate::controllers::{self, Controllers};
 use crate::faults::{Fault, Faults};
 use crate::persist;
 use crate::store::Store;
@@ -30,6 +31,8 @@ pub struct Options {
     pub history_limit: usize,
     /// How often watches that allow bookmarks receive one.
     pub bookmark_interval: Duration,
+    /// The controllers to run; `None` serves the API alone (nothing acts on Jobs or pods).
+    pub controllers: Option<Controllers>,
     /// The directory under which tools' home directories live on this machine, announced to clients in the
     /// identity ConfigMap (see [`IDENTITY_NAMESPACE`]); `None` announces none.
     pub tools_home: Option<PathBuf>,
@@ -42,6 +45,7 @@ impl Default for Options {
             state_file: None,
             history_limit: 10_000,
             bookmark_interval: Duration::from_secs(60),
+            controllers: None,
             tools_home: None,
         }
     }
@@ -134,6 +138,9 @@ impl LocalCluster {
                 .with_graceful_shutdown(token.cancelled_owned())
                 .await
         });
+        if let Some(wanted) = &options.controllers {
+            controllers::start(wanted, &store, &shutdown);
+        }
         let writer = options
             .state_file
             .map(|path| tokio::spawn(persist::writer(store, path, shutdown)));

@@ -3,8 +3,10 @@
 //!
 //! Part 1 is the API machinery: an HTTP server (module `api`) over one object [`Store`] with a global
 //! resourceVersion, the registry operations (`ops`, `apply`, `delete`) with their validation and defaulting,
-//! watches, and the garbage collector (`gc`). Controllers and the kubelet come later and will subscribe to
-//! [`Store::subscribe`]. `docs/local-cluster.md` lists what is served and the known divergences.
+//! watches, and the garbage collector (`gc`). Part 2 adds controllers on a small reconciler framework
+//! (`controller`): Job, TTL-after-finished, CronJob, ReplicaSet and Deployment controllers and a scripted kubelet,
+//! opted into with [`Options::controllers`]. `docs/local-cluster.md` lists what is served and the known
+//! divergences.
 //!
 //! Start with [`LocalCluster::start`] (tests) or [`serve`] (the `local-cluster` command).
 
@@ -12,31 +14,44 @@ mod api;
 mod apply;
 mod bootstrap;
 mod cluster;
+mod controller;
+mod controllers;
+mod cronjob;
 mod decode;
 mod defaults;
 mod delete;
+mod deployment;
 mod events_view;
 mod faults;
 mod gc;
+mod job;
+mod kubelet;
 mod meta;
 mod ops;
 mod patch;
 mod persist;
+mod pod_status;
 mod protobuf;
 mod quantity;
+mod recorder;
+mod replicaset;
 mod resources;
 mod schedule;
+mod script;
 mod selector;
 mod status;
 mod store;
+mod ttl;
 mod validation;
 
 pub use bootstrap::NODE_NAME;
 pub use cluster::{
     ClusterError, IDENTITY_NAME, IDENTITY_NAMESPACE, LocalCluster, Options, ServeOptions, serve,
 };
+pub use controllers::Controllers;
 pub use faults::Fault;
 pub use resources::{Propagation, RESOURCES, ResourceType, by_kind, find};
+pub use script::{Kubelet, Outcome, Script};
 pub use selector::{FieldSelector, LabelSelector};
 pub use status::{ApiError, FieldError, FieldErrorKind};
 pub use store::{Change, EventType, Store};

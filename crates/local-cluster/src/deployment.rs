@@ -1,0 +1,578 @@
+//! The Deployment controller (reference §3.4): one ReplicaSet per pod template, named `<deployment>-<hash>` with
+//! the `pod-template-hash` label; `Recreate` and `RollingUpdate` (`maxSurge`, `maxUnavailable`) by scaling ReplicaSets;
+//! revision annotations; old ReplicaSets beyond `revisionHistoryLimit` deleted; status counts,
+//! `observedGeneration` and the `Available`/`Progressing` conditions, including `ProgressDeadlineExceeded`.
+//!
+//! Not covered: `paused`, rollbacks, proportional scaling of several old ReplicaSets during a rollout,
+//! `collisionCount`, adoption of orphan ReplicaSets.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde_json::{Map, Value, json};
+
+use crate::controller::{Action, Effect, Key, Reconciler, controller_name, replicasets};
+use crate::delete::DeleteOptions;
+use crate::meta;
+use crate::ops::Part;
+use crate::recorder::Event;
+use crate::resources::{self, Propagation, ResourceType};
+use crate::store::{Change, ObjectKey, Store};
+
+const COMPONENT: &str = "deployment-controller";
+const HASH: &str = "pod-template-hash";
+const REVISION: &str = "deployment.kubernetes.io/revision";
+
+fn deployments() -> &'static ResourceType {
+    // Invariant: deployments are in the static registry.
+    resources::find("apps", "v1", "deployments").expect("deployments are served")
+}
+
+/// The Deployment controller's reconciler; its keys are Deployments.
+#[derive(Debug)]
+pub(crate) struct DeploymentController;
+
+impl Reconciler for DeploymentController {
+    fn keys(&self, change: &Change) -> Vec<Key> {
+        if change.resource.is(deployments()) {
+            return vec![Key::of(&change.object)];
+        }
+        if change.resource.is(replicasets()) {
+            return controller_name(&change.object, "Deployment")
+                .map(|name| Key {
+                    namespace: meta::namespace(&change.object).to_owned(),
+                    name: name.to_owned(),
+                })
+                .into_iter()
+                .collect();
+        }
+        Vec::new()
+    }
+
+    fn all(&self, store: &Store) -> Vec<Key> {
+        store.list(deployments()).iter().map(Key::of).collect()
+    }
+
+    fn reconcile(&mut self, key: &Key, store: &Store) -> Action {
+        let found = store.read(|s| {
+            let deployment = s
+                .get(&ObjectKey::new(deployments(), &key.namespace, &key.name))
+                .cloned()?;
+            let owned: Vec<Value> = s
+                .list(replicasets(), Some(&key.namespace))
+                .filter(|r| {
+                    meta::owner_references(r)
+                        .iter()
+                        .any(|o| meta::str_at(o, &["uid"]) == Some(meta::uid(&deployment)))
+                })
+                .cloned()
+                .collect();
+            Some((deployment, owned))
+        });
+        found
+            .map(|(deployment, owned)| decide(&deployment, &owned, Timestamp::now()))
+            .unwrap_or_default()
+    }
+}
+
+/// A deterministic hash of the pod template in the name generator's alphabet (FNV-32a of its JSON, whose keys
+/// are sorted, so equal templates hash equally).
+fn template_hash(template: &Value) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in template.to_string().bytes() {
+        hash = (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193);
+    }
+    hash.to_string()
+        .bytes()
+        .map(|digit| char::from(ALPHABET[usize::from(digit) % ALPHABET.len()]))
+        .collect()
+}
+
+fn int(value: &Value, path: &[&str]) -> i64 {
+    meta::at(value, path).and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn revision(set: &Value) -> i64 {
+    meta::str_at(set, &["metadata", "annotations", REVISION])
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0)
+}
+
+/// An int-or-percent of `replicas`, rounded up or down.
+fn scaled(value: Option<&Value>, replicas: i64, round_up: bool) -> i64 {
+    match value {
+        Some(Value::String(text)) => {
+            let percent: i64 = text.trim_end_matches('%').parse().unwrap_or(0);
+            let product = percent * replicas;
+            if round_up {
+                (product + 99) / 100
+            } else {
+                product / 100
+            }
+        }
+        Some(other) => other.as_i64().unwrap_or(0),
+        None => 0,
+    }
+}
+
+fn event(deployment: &Value, message: String) -> Effect {
+    Effect::Event(Event::about(
+        deployments(),
+        deployment,
+        None,
+        "Normal",
+        "ScalingReplicaSet",
+        message,
+        COMPONENT,
+    ))
+}
+
+/// Scales a ReplicaSet to `to`, with its `ScalingReplicaSet` event; nothing when it is there already.
+fn scale(deployment: &Value, set: &Value, to: i64, effects: &mut Vec<Effect>) {
+    let from = int(set, &["spec", "replicas"]);
+    if from == to {
+        return;
+    }
+    let mut scaled = set.clone();
+    meta::set_at(&mut scaled, &["spec", "replicas"], json!(to));
+    effects.push(Effect::Replace(replicasets(), Part::Main, scaled));
+    let direction = if to > from { "up" } else { "down" };
+    effects.push(event(
+        deployment,
+        format!(
+            "Scaled {direction} replica set {} from {from} to {to}",
+            meta::name(set)
+        ),
+    ));
+}
+
+/// The ReplicaSet for the current template.
+fn new_replicaset(
+    deployment: &Value,
+    hash: &str,
+    revision: i64,
+    replicas: i64,
+    surge: i64,
+) -> Value {
+    let mut template = meta::at(deployment, &["spec", "template"])
+        .cloned()
+        .unwrap_or_default();
+    meta::set_at(&mut template, &["metadata", "labels", HASH], json!(hash));
+    let mut annotations: Map<String, Value> = meta::at(deployment, &["metadata", "annotations"])
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
+    annotations.insert(REVISION.into(), json!(revision.to_string()));
+    annotations.insert(
+        "deployment.kubernetes.io/desired-replicas".into(),
+        json!(replicas.to_string()),
+    );
+    annotations.insert(
+        "deployment.kubernetes.io/max-replicas".into(),
+        json!((replicas + surge).to_string()),
+    );
+    let mut selector = meta::at(deployment, &["spec", "selector"])
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    meta::set_at(&mut selector, &["matchLabels", HASH], json!(hash));
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": format!("{}-{hash}", meta::name(deployment)),
+            "namespace": meta::namespace(deployment),
+            "labels": meta::at(&template, &["metadata", "labels"]).cloned().unwrap_or_else(|| json!({})),
+            "annotations": annotations,
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": meta::name(deployment),
+                "uid": meta::uid(deployment), "controller": true, "blockOwnerDeletion": true}],
+        },
+        "spec": {
+            "replicas": 0,
+            "minReadySeconds": int(deployment, &["spec", "minReadySeconds"]),
+            "selector": selector,
+            "template": template,
+        },
+    })
+}
+
+/// A Deployment condition; the transition time moves when the status does, the update time when anything does.
+fn condition(
+    old: &Value,
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: &str,
+    now: &str,
+    progressed: bool,
+) -> Value {
+    let status = if status { "True" } else { "False" };
+    let previous = meta::at(old, &["status", "conditions"])
+        .and_then(Value::as_array)
+        .and_then(|l| l.iter().find(|c| meta::str_at(c, &["type"]) == Some(type_)));
+    let same_status = previous.is_some_and(|c| meta::str_at(c, &["status"]) == Some(status));
+    let unchanged = same_status
+        && previous.is_some_and(|c| {
+            meta::str_at(c, &["reason"]) == Some(reason)
+                && meta::str_at(c, &["message"]) == Some(message)
+        });
+    let kept = |field: &str, keep: bool| {
+        previous
+            .filter(|_| keep)
+            .and_then(|c| c.get(field).cloned())
+            .unwrap_or_else(|| json!(now))
+    };
+    json!({"type": type_, "status": status, "lastUpdateTime": kept("lastUpdateTime", unchanged && !progressed),
+        "lastTransitionTime": kept("lastTransitionTime", same_status), "reason": reason, "message": message})
+}
+
+/// The decision for one Deployment and the ReplicaSets it owns.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one rollout step, read top to bottom: find, scale, clean up, report"
+)]
+pub(crate) fn decide(deployment: &Value, owned: &[Value], now: Timestamp) -> Action {
+    let mut action = Action::default();
+    if meta::is_deleting(deployment) {
+        return action;
+    }
+    let replicas = meta::at(deployment, &["spec", "replicas"])
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let template = meta::at(deployment, &["spec", "template"])
+        .cloned()
+        .unwrap_or_default();
+    let hash = template_hash(&template);
+    let new_name = format!("{}-{hash}", meta::name(deployment));
+    let rolling = meta::str_at(deployment, &["spec", "strategy", "type"]) != Some("Recreate");
+    let rolling_update = meta::at(deployment, &["spec", "strategy", "rollingUpdate"]);
+    let surge = if rolling {
+        scaled(
+            rolling_update.and_then(|r| r.get("maxSurge")),
+            replicas,
+            true,
+        )
+    } else {
+        0
+    };
+    let mut unavailable = if rolling {
+        scaled(
+            rolling_update.and_then(|r| r.get("maxUnavailable")),
+            replicas,
+            false,
+        )
+    } else {
+        0
+    };
+    if rolling && surge == 0 && unavailable == 0 {
+        unavailable = 1;
+    }
+    let current = owned.iter().find(|r| meta::name(r) == new_name);
+    let mut old: Vec<&Value> = owned.iter().filter(|r| meta::name(r) != new_name).collect();
+    old.sort_by_key(|r| revision(r));
+    let created = current.is_none();
+    let new_set = current.cloned().unwrap_or_else(|| {
+        let next_revision = owned.iter().map(revision).max().unwrap_or(0) + 1;
+        new_replicaset(deployment, &hash, next_revision, replicas, surge)
+    });
+    let set_revision = revision(&new_set).to_string();
+    if !created
+        && meta::str_at(deployment, &["metadata", "annotations", REVISION])
+            != Some(set_revision.as_str())
+    {
+        // The revision annotation first; the next sync (caused by this write) does the rest.
+        let mut annotated = deployment.clone();
+        meta::set_at(
+            &mut annotated,
+            &["metadata", "annotations", REVISION],
+            json!(set_revision),
+        );
+        action
+            .effects
+            .push(Effect::Replace(deployments(), Part::Main, annotated));
+        return action;
+    }
+    // Pods of old ReplicaSets, wanted or still there.
+    let old_pods: i64 = old
+        .iter()
+        .map(|r| int(r, &["spec", "replicas"]).max(int(r, &["status", "replicas"])))
+        .sum();
+    let new_replicas = int(&new_set, &["spec", "replicas"]);
+    let target = if old_pods == 0 {
+        replicas
+    } else if rolling {
+        let total: i64 = owned.iter().map(|r| int(r, &["spec", "replicas"])).sum();
+        (new_replicas + (replicas + surge - total).max(0)).min(replicas)
+    } else {
+        0
+    };
+    let mut effects = Vec::new();
+    if created {
+        let mut set = new_set.clone();
+        meta::set_at(&mut set, &["spec", "replicas"], json!(target));
+        effects.push(Effect::Create(replicasets(), set, None));
+        if target > 0 {
+            effects.push(event(
+                deployment,
+                format!("Scaled up replica set {new_name} from 0 to {target}"),
+            ));
+        }
+    } else {
+        scale(deployment, &new_set, target, &mut effects);
+    }
+    if rolling {
+        // Old pods may go while enough pods stay available: all pods − minimum available − new unavailable.
+        let total: i64 = owned.iter().map(|r| int(r, &["spec", "replicas"])).sum();
+        let new_unavailable =
+            (new_replicas - int(&new_set, &["status", "availableReplicas"])).max(0);
+        let mut removable = (total - (replicas - unavailable) - new_unavailable).max(0);
+        for set in &old {
+            let count = int(set, &["spec", "replicas"]);
+            let down = count.min(removable);
+            removable -= down;
+            scale(deployment, set, count - down, &mut effects);
+        }
+    } else {
+        for set in &old {
+            scale(deployment, set, 0, &mut effects);
+        }
+    }
+    // Old ReplicaSets that are empty and beyond the history limit go, oldest first.
+    let limit = usize::try_from(int(deployment, &["spec", "revisionHistoryLimit"])).unwrap_or(0);
+    let empty: Vec<&&Value> = old
+        .iter()
+        .filter(|r| int(r, &["spec", "replicas"]) == 0 && int(r, &["status", "replicas"]) == 0)
+        .collect();
+    for set in empty.iter().take(empty.len().saturating_sub(limit)) {
+        effects.push(Effect::Delete(
+            replicasets(),
+            (**set).clone(),
+            DeleteOptions::with_propagation(Propagation::Background),
+        ));
+    }
+
+    let sum = |field: &str| -> i64 { owned.iter().map(|r| int(r, &["status", field])).sum() };
+    let (all, ready, available) = (
+        sum("replicas"),
+        sum("readyReplicas"),
+        sum("availableReplicas"),
+    );
+    let updated = if created {
+        0
+    } else {
+        int(&new_set, &["status", "replicas"])
+    };
+    let mut status = json!({"observedGeneration": meta::at(deployment, &["metadata", "generation"]).cloned().unwrap_or(json!(1))});
+    for (field, count) in [
+        ("replicas", all),
+        ("updatedReplicas", updated),
+        ("readyReplicas", ready),
+        ("availableReplicas", available),
+        ("unavailableReplicas", (replicas - available).max(0)),
+    ] {
+        // Go omits zero counts.
+        if count > 0 {
+            meta::set_at(&mut status, &[field], json!(count));
+        }
+    }
+    let counts_moved = [
+        "replicas",
+        "updatedReplicas",
+        "readyReplicas",
+        "availableReplicas",
+    ]
+    .iter()
+    .any(|f| meta::at(deployment, &["status", f]) != status.get(*f));
+    let progressed = !effects.is_empty() || counts_moved;
+    let now_text = meta::format_time(now);
+    let minimum = available >= replicas - unavailable;
+    let available_condition = if minimum {
+        condition(
+            deployment,
+            "Available",
+            true,
+            "MinimumReplicasAvailable",
+            "Deployment has minimum availability.",
+            &now_text,
+            false,
+        )
+    } else {
+        condition(
+            deployment,
+            "Available",
+            false,
+            "MinimumReplicasUnavailable",
+            "Deployment does not have minimum availability.",
+            &now_text,
+            false,
+        )
+    };
+    let complete = updated == replicas && all == replicas && available >= replicas && old_pods == 0;
+    let set_name = meta::name(&new_set);
+    let previous = meta::at(deployment, &["status", "conditions"])
+        .and_then(Value::as_array)
+        .and_then(|l| {
+            l.iter()
+                .find(|c| meta::str_at(c, &["type"]) == Some("Progressing"))
+        });
+    let deadline = meta::at(deployment, &["spec", "progressDeadlineSeconds"])
+        .and_then(Value::as_i64)
+        .unwrap_or(600);
+    let stalled_since = previous
+        .filter(|c| meta::str_at(c, &["status"]) == Some("True"))
+        .and_then(|c| meta::str_at(c, &["lastUpdateTime"]))
+        .and_then(meta::parse_time);
+    let progressing = if created {
+        condition(
+            deployment,
+            "Progressing",
+            true,
+            "NewReplicaSetCreated",
+            &format!("Created new replica set \"{set_name}\""),
+            &now_text,
+            true,
+        )
+    } else if complete {
+        condition(
+            deployment,
+            "Progressing",
+            true,
+            "NewReplicaSetAvailable",
+            &format!("ReplicaSet \"{set_name}\" has successfully progressed."),
+            &now_text,
+            false,
+        )
+    } else if progressed {
+        condition(
+            deployment,
+            "Progressing",
+            true,
+            "ReplicaSetUpdated",
+            &format!("ReplicaSet \"{set_name}\" is progressing."),
+            &now_text,
+            true,
+        )
+    } else if let Some(since) = stalled_since
+        && let Ok(limit) = since.checked_add(jiff::SignedDuration::from_secs(deadline))
+        && limit > now
+    {
+        action.requeue(now.duration_until(limit).unsigned_abs() + Duration::from_millis(1));
+        previous.cloned().unwrap_or_default()
+    } else if previous.is_some_and(|c| meta::str_at(c, &["status"]) == Some("True")) {
+        condition(
+            deployment,
+            "Progressing",
+            false,
+            "ProgressDeadlineExceeded",
+            &format!("ReplicaSet \"{set_name}\" has timed out progressing."),
+            &now_text,
+            false,
+        )
+    } else {
+        previous.cloned().unwrap_or_else(|| {
+            condition(
+                deployment,
+                "Progressing",
+                true,
+                "FoundNewReplicaSet",
+                &format!("Found new replica set \"{set_name}\""),
+                &now_text,
+                false,
+            )
+        })
+    };
+    meta::set_at(
+        &mut status,
+        &["conditions"],
+        json!([available_condition, progressing]),
+    );
+    if deployment.get("status") != Some(&status) {
+        let mut updated = deployment.clone();
+        meta::set_at(&mut updated, &["status"], status);
+        action
+            .effects
+            .push(Effect::Replace(deployments(), Part::Status, updated));
+    }
+    action.effects.extend(effects);
+    action
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deployment(strategy: &Value, image: &str) -> Value {
+        json!({"metadata": {"name": "web", "namespace": "default", "uid": "du", "generation": 2,
+                "annotations": {REVISION: "1"}},
+            "spec": {"replicas": 2, "strategy": strategy, "revisionHistoryLimit": 10,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "main", "image": image}]}}}})
+    }
+
+    fn old_set(replicas: i64) -> Value {
+        json!({"metadata": {"name": "web-old", "namespace": "default", "annotations": {REVISION: "1"}},
+            "spec": {"replicas": replicas},
+            "status": {"replicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas}})
+    }
+
+    fn scalings(action: &Action) -> Vec<String> {
+        action
+            .effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Event(event) => Some(event.message.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_template_hash_uses_the_name_alphabet_and_changes_only_with_the_template() {
+        let template = |image: &str| deployment(&json!({}), image)["spec"]["template"].clone();
+        let hash = template_hash(&template("a"));
+        assert!(
+            hash.len() <= 10
+                && hash
+                    .chars()
+                    .all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c)),
+            "{hash}"
+        );
+        assert_eq!(hash, template_hash(&template("a")));
+        assert_ne!(hash, template_hash(&template("b")));
+    }
+
+    #[test]
+    fn recreate_scales_the_old_replicaset_to_zero_before_the_new_one_gets_pods() {
+        let recreate = deployment(&json!({"type": "Recreate"}), "b");
+        let action = decide(&recreate, &[old_set(2)], Timestamp::now());
+        let created: Vec<i64> = action
+            .effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Create(_, set, _) => Some(int(set, &["spec", "replicas"])),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(created, [0], "the new ReplicaSet starts empty");
+        assert_eq!(
+            scalings(&action),
+            ["Scaled down replica set web-old from 2 to 0"]
+        );
+    }
+
+    #[test]
+    fn a_rolling_update_surges_one_pod_and_keeps_every_old_pod_until_the_new_one_is_available() {
+        let rolling = deployment(
+            &json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}),
+            "b",
+        );
+        let action = decide(&rolling, &[old_set(2)], Timestamp::now());
+        let hash = template_hash(&rolling["spec"]["template"]);
+        assert_eq!(
+            scalings(&action),
+            [format!("Scaled up replica set web-{hash} from 0 to 1")]
+        );
+    }
+}

@@ -1,0 +1,778 @@
+//! The kubelet of the local cluster's single node. Today it has one mode, `Kubelet::Scripted`: containers run
+//! nothing and follow an [`Outcome`] chosen per pod by a [`Script`], KWOK-style (reference §4) — every step is
+//! a status write through the API plus the kubelet's Events, so watchers see what a real node shows: binding,
+//! `ContainerCreating`, running, terminated with the right reason and exit code, crash-loop and image-pull
+//! back-offs, and graceful deletion. Running real processes is a second mode to come behind the same enum.
+//! What a script says lives in [`crate::script`]; this module plays it.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::bootstrap::NODE_NAME as NODE;
+use crate::controller::{Action, Effect, Key, Reconciler, pods};
+use crate::delete::DeleteOptions;
+use crate::meta;
+use crate::ops::Part;
+use crate::pod_status::{self, PodView};
+use crate::recorder::Event;
+use crate::script::{Outcome, Script, crash_backoff, run_length};
+use crate::store::{Change, ObjectKey, Store};
+
+/// Where a pod's containers are in their script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Creating,
+    PullFailed,
+    Running,
+    BackingOff,
+    PullBackOff,
+}
+
+/// The kubelet's memory of one pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    stage: Stage,
+    since: Instant,
+    restarts: u32,
+}
+
+/// The scripted kubelet's reconciler; its keys are pods.
+#[derive(Debug)]
+pub(crate) struct ScriptedKubelet {
+    script: Script,
+    /// Per pod: the uid it had (a new pod of the same name starts afresh) and where it is.
+    runs: HashMap<Key, (String, Run)>,
+}
+
+impl ScriptedKubelet {
+    pub(crate) fn new(script: Script) -> Self {
+        ScriptedKubelet {
+            script,
+            runs: HashMap::new(),
+        }
+    }
+}
+
+impl Reconciler for ScriptedKubelet {
+    fn keys(&self, change: &Change) -> Vec<Key> {
+        // Deletions too, so the kubelet forgets the pod.
+        if change.resource.is(pods()) {
+            vec![Key::of(&change.object)]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn all(&self, store: &Store) -> Vec<Key> {
+        store.list(pods()).iter().map(Key::of).collect()
+    }
+
+    fn reconcile(&mut self, key: &Key, store: &Store) -> Action {
+        let pod = store.read(|s| {
+            s.get(&ObjectKey::new(pods(), &key.namespace, &key.name))
+                .cloned()
+        });
+        let Some(pod) = pod else {
+            self.runs.remove(key);
+            return Action::default();
+        };
+        let uid = meta::uid(&pod).to_owned();
+        let now = Instant::now();
+        let run = self
+            .runs
+            .get(key)
+            .filter(|(known, _)| *known == uid)
+            .map(|(_, run)| *run);
+        let elapsed = run.map(|r| now.saturating_duration_since(r.since));
+        let (action, next) = step(
+            &pod,
+            run.map(|r| (r, elapsed.unwrap_or_default())),
+            &self.script,
+            &meta::now(),
+        );
+        match next {
+            Some(Next::Keep) => {}
+            Some(Next::Enter(stage, restarts)) => {
+                let run = Run {
+                    stage,
+                    since: now,
+                    restarts,
+                };
+                self.runs.insert(key.clone(), (uid, run));
+            }
+            None => {
+                self.runs.remove(key);
+            }
+        }
+        action
+    }
+}
+
+/// What to remember after a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    Keep,
+    Enter(Stage, u32),
+}
+
+fn is_terminal(pod: &Value) -> bool {
+    matches!(
+        meta::str_at(pod, &["status", "phase"]),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+fn waiting(reason: &str, message: &str) -> Value {
+    if message.is_empty() {
+        json!({"waiting": {"reason": reason}})
+    } else {
+        json!({"waiting": {"reason": reason, "message": message}})
+    }
+}
+
+/// The previous run's state, as `lastState` shows it after a restart.
+fn previous(pod: &Value) -> Value {
+    meta::at(pod, &["status", "containerStatuses"])
+        .and_then(Value::as_array)
+        .and_then(|l| l.first())
+        .and_then(|c| c.get("state"))
+        .filter(|s| s.get("terminated").is_some())
+        .cloned()
+        .unwrap_or_else(|| json!({}))
+}
+
+fn started_at(pod: &Value) -> Value {
+    meta::at(pod, &["status", "containerStatuses"])
+        .and_then(Value::as_array)
+        .and_then(|l| l.first())
+        .and_then(|c| meta::at(c, &["state", "running", "startedAt"]))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// A duration as Go prints it in kubelet messages: `10s`, `5m0s`, `20ms`.
+fn go_duration(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    if duration.subsec_millis() != 0 && seconds == 0 {
+        format!("{}ms", duration.as_millis())
+    } else if seconds >= 60 {
+        format!("{}m{}s", seconds / 60, seconds % 60)
+    } else {
+        format!("{seconds}s")
+    }
+}
+
+/// One decision about one pod.
+struct Step<'a> {
+    pod: &'a Value,
+    script: &'a Script,
+    restarts: u32,
+    now: &'a str,
+    action: Action,
+}
+
+impl Step<'_> {
+    fn write(
+        &mut self,
+        phase: &'static str,
+        state: Value,
+        last_state: Value,
+        restart_count: u32,
+        ready: bool,
+    ) {
+        let view = PodView {
+            phase,
+            state,
+            last_state,
+            restart_count,
+            ready,
+        };
+        let mut updated = self.pod.clone();
+        meta::set_at(
+            &mut updated,
+            &["status"],
+            pod_status::render(self.pod, &view, self.now),
+        );
+        self.action
+            .effects
+            .push(Effect::Replace(pods(), Part::Status, updated));
+    }
+
+    /// The previous run, shown as `lastState` once a container restarted.
+    fn last_state(&self) -> Value {
+        if self.restarts > 0 {
+            previous(self.pod)
+        } else {
+            json!({})
+        }
+    }
+
+    fn events(&mut self, kind: &'static str, reason: &str, message: impl Fn(&str, &str) -> String) {
+        for (name, image) in pod_status::containers(self.pod) {
+            let path = format!("spec.containers{{{name}}}");
+            let event = Event::about(
+                pods(),
+                self.pod,
+                Some(path),
+                kind,
+                reason,
+                message(&name, &image),
+                "kubelet",
+            );
+            self.action.effects.push(Effect::Event(event));
+        }
+    }
+
+    fn first_image(&self) -> String {
+        pod_status::containers(self.pod)
+            .into_iter()
+            .next()
+            .map(|(_, image)| image)
+            .unwrap_or_default()
+    }
+
+    fn done(self, next: Option<Next>) -> (Action, Option<Next>) {
+        (self.action, next)
+    }
+
+    /// A new pod: containers are being created, images pulled.
+    fn accept(mut self) -> (Action, Option<Next>) {
+        self.write(
+            "Pending",
+            waiting("ContainerCreating", ""),
+            json!({}),
+            0,
+            false,
+        );
+        self.events("Normal", "Pulling", |_, image| {
+            format!("Pulling image \"{image}\"")
+        });
+        self.action.requeue_after = Some(self.script.start_delay);
+        self.done(Some(Next::Enter(Stage::Creating, 0)))
+    }
+
+    /// The containers were lost with the previous kubelet, as in a node restart: under `Never` the pod fails
+    /// with `ContainerStatusUnknown`; otherwise the containers start again, counted as a restart.
+    fn lost(mut self) -> (Action, Option<Next>) {
+        let terminated = json!({"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown",
+            "message": "The container could not be located when the pod was terminated",
+            "startedAt": null, "finishedAt": self.now}});
+        if meta::str_at(self.pod, &["spec", "restartPolicy"]) == Some("Never") {
+            self.write("Failed", terminated, json!({}), self.restarts, false);
+            return self.done(None);
+        }
+        let restarts = self.restarts + 1;
+        self.write(
+            "Pending",
+            waiting("ContainerCreating", ""),
+            terminated,
+            restarts,
+            false,
+        );
+        self.action.requeue_after = Some(self.script.start_delay);
+        self.done(Some(Next::Enter(Stage::Creating, restarts)))
+    }
+
+    /// Containers are created: they start, fail to start, or their image cannot be pulled.
+    fn start(mut self, outcome: &Outcome) -> (Action, Option<Next>) {
+        match outcome {
+            Outcome::ImagePullError => {
+                let image = self.first_image();
+                let error = format!(
+                    "rpc error: code = NotFound desc = failed to pull and unpack image \"{image}\": failed to resolve reference \"{image}\": not found"
+                );
+                self.write(
+                    "Pending",
+                    waiting("ErrImagePull", &error),
+                    self.last_state(),
+                    self.restarts,
+                    false,
+                );
+                self.events("Warning", "Failed", |_, image| {
+                    format!("Failed to pull image \"{image}\": {error}")
+                });
+                self.events("Warning", "Failed", |_, _| "Error: ErrImagePull".to_owned());
+                self.action.requeue_after = Some(self.script.restart_backoff);
+                let restarts = self.restarts;
+                self.done(Some(Next::Enter(Stage::PullFailed, restarts)))
+            }
+            Outcome::CannotStart => {
+                let command = meta::at(self.pod, &["spec", "containers"])
+                    .and_then(Value::as_array)
+                    .and_then(|l| l.first())
+                    .and_then(|c| c.get("command").or_else(|| c.get("args")))
+                    .and_then(Value::as_array)
+                    .and_then(|l| l.first())
+                    .and_then(Value::as_str)
+                    .unwrap_or("sh")
+                    .to_owned();
+                let message = format!(
+                    "failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: \"{command}\": executable file not found in $PATH: unknown"
+                );
+                self.events("Normal", "Pulled", |_, image| {
+                    format!("Container image \"{image}\" already present on machine")
+                });
+                self.events("Normal", "Created", |name, _| {
+                    format!("Created container: {name}")
+                });
+                self.events("Warning", "Failed", |_, _| format!("Error: {message}"));
+                let terminated = json!({"terminated": {"exitCode": 128, "reason": "StartError", "message": message,
+                    "startedAt": "1970-01-01T00:00:00Z", "finishedAt": self.now}});
+                self.exited(terminated, false)
+            }
+            Outcome::Succeed { .. }
+            | Outcome::Exit { .. }
+            | Outcome::OomKilled { .. }
+            | Outcome::RunForever
+            | Outcome::NeverReady => {
+                let ready = *outcome != Outcome::NeverReady;
+                self.write(
+                    "Running",
+                    json!({"running": {"startedAt": self.now}}),
+                    self.last_state(),
+                    self.restarts,
+                    ready,
+                );
+                self.events("Normal", "Pulled", |_, image| {
+                    format!("Container image \"{image}\" already present on machine")
+                });
+                self.events("Normal", "Created", |name, _| {
+                    format!("Created container: {name}")
+                });
+                self.events("Normal", "Started", |name, _| {
+                    format!("Started container {name}")
+                });
+                self.action.requeue_after = run_length(outcome);
+                let restarts = self.restarts;
+                self.done(Some(Next::Enter(Stage::Running, restarts)))
+            }
+        }
+    }
+
+    /// Containers exited with `terminated`: the pod finishes, or they are restarted after a back-off.
+    fn exited(mut self, terminated: Value, success: bool) -> (Action, Option<Next>) {
+        let restart = match meta::str_at(self.pod, &["spec", "restartPolicy"]).unwrap_or("Always") {
+            "Never" => false,
+            "OnFailure" => !success,
+            _ => true,
+        };
+        if !restart {
+            let phase = if success { "Succeeded" } else { "Failed" };
+            self.write(phase, terminated, self.last_state(), self.restarts, false);
+            return self.done(None);
+        }
+        let restarts = self.restarts + 1;
+        let backoff = crash_backoff(self.script, restarts);
+        let pod = format!(
+            "{}_{}({})",
+            meta::name(self.pod),
+            meta::namespace(self.pod),
+            meta::uid(self.pod)
+        );
+        let name = pod_status::containers(self.pod)
+            .into_iter()
+            .next()
+            .map(|(n, _)| n)
+            .unwrap_or_default();
+        let message = format!(
+            "back-off {} restarting failed container={name} pod={pod}",
+            go_duration(backoff)
+        );
+        self.write(
+            "Running",
+            waiting("CrashLoopBackOff", &message),
+            terminated,
+            restarts,
+            false,
+        );
+        self.events("Warning", "BackOff", |name, _| {
+            format!("Back-off restarting failed container {name} in pod {pod}")
+        });
+        self.action.requeue_after = Some(backoff);
+        self.done(Some(Next::Enter(Stage::BackingOff, restarts)))
+    }
+}
+
+/// Whether the pod's containers were started by an earlier life of the kubelet (the cluster restarted from its
+/// state file): this kubelet never saw the pod, yet it has running or restarting containers.
+fn started_elsewhere(pod: &Value) -> bool {
+    meta::at(pod, &["status", "containerStatuses"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| c.get("containerID").is_some() || meta::at(c, &["state", "running"]).is_some())
+}
+
+/// Stops a deleted pod's containers (they honour SIGTERM at once: exit 143) and writes the terminal status,
+/// after which the pod goes away unless finalizers hold it.
+fn terminate(pod: &Value, restarts: u32, now: &str) -> Action {
+    let mut step = Step {
+        pod,
+        script: &Script::new(Outcome::RunForever),
+        restarts,
+        now,
+        action: Action::default(),
+    };
+    let running = started_at(pod);
+    let state = if running.is_null() {
+        json!({"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown",
+            "message": "The container could not be located when the pod was terminated",
+            "startedAt": null, "finishedAt": now}})
+    } else {
+        json!({"terminated": {"exitCode": 143, "reason": "Error", "startedAt": running, "finishedAt": now}})
+    };
+    step.write("Failed", state, step.last_state(), restarts, false);
+    if !running.is_null() {
+        step.events("Normal", "Killing", |name, _| {
+            format!("Stopping container {name}")
+        });
+    }
+    // The kubelet's final delete; the pod may already be gone or held by finalizers.
+    let now_please = DeleteOptions {
+        grace_period: Some(0),
+        ..DeleteOptions::default()
+    };
+    step.action
+        .effects
+        .push(Effect::Delete(pods(), pod.clone(), now_please));
+    step.action
+}
+
+/// The decision for one pod: `run` is the kubelet's memory of it and the time spent in that stage.
+fn step(
+    pod: &Value,
+    run: Option<(Run, Duration)>,
+    script: &Script,
+    now: &str,
+) -> (Action, Option<Next>) {
+    let mut action = Action::default();
+    if meta::str_at(pod, &["spec", "nodeName"]).is_none_or(str::is_empty) {
+        // The scheduler's part: bind to the only node.
+        let mut bound = pod.clone();
+        meta::set_at(&mut bound, &["spec", "nodeName"], json!(NODE));
+        action
+            .effects
+            .push(Effect::Replace(pods(), Part::Main, bound));
+        action.effects.push(Effect::Event(Event::about(
+            pods(),
+            pod,
+            None,
+            "Normal",
+            "Scheduled",
+            format!(
+                "Successfully assigned {}/{} to {NODE}",
+                meta::namespace(pod),
+                meta::name(pod)
+            ),
+            "default-scheduler",
+        )));
+        return (action, None);
+    }
+    if is_terminal(pod) {
+        return (action, None);
+    }
+    let restarts = run.map_or(0, |(r, _)| r.restarts);
+    if meta::is_deleting(pod) {
+        return (terminate(pod, restarts, now), None);
+    }
+    let outcome = script.outcome(pod);
+    let mut step = Step {
+        pod,
+        script,
+        restarts,
+        now,
+        action,
+    };
+    let Some((run, elapsed)) = run else {
+        return if started_elsewhere(pod) {
+            step.lost()
+        } else {
+            step.accept()
+        };
+    };
+    let length = match run.stage {
+        Stage::Creating => Some(script.start_delay),
+        Stage::BackingOff => Some(crash_backoff(script, restarts)),
+        Stage::PullFailed => Some(script.restart_backoff),
+        Stage::PullBackOff => None,
+        Stage::Running => run_length(outcome),
+    };
+    match length {
+        Some(length) if elapsed >= length => {}
+        Some(length) => {
+            step.action.requeue_after = Some(length.saturating_sub(elapsed));
+            return step.done(Some(Next::Keep));
+        }
+        // Nothing more happens until the pod is deleted.
+        None => return step.done(Some(Next::Keep)),
+    }
+    match run.stage {
+        Stage::Creating | Stage::BackingOff => step.start(outcome),
+        Stage::PullFailed | Stage::PullBackOff => {
+            let image = step.first_image();
+            step.write(
+                "Pending",
+                waiting(
+                    "ImagePullBackOff",
+                    &format!("Back-off pulling image \"{image}\""),
+                ),
+                json!({}),
+                restarts,
+                false,
+            );
+            step.events("Normal", "BackOff", |_, image| {
+                format!("Back-off pulling image \"{image}\"")
+            });
+            step.events("Warning", "Failed", |_, _| {
+                "Error: ImagePullBackOff".to_owned()
+            });
+            // The scripted image never appears, so the pull is not retried (retries would only repeat events).
+            step.done(Some(Next::Enter(Stage::PullBackOff, restarts)))
+        }
+        Stage::Running => {
+            let (code, reason) = match outcome {
+                Outcome::Exit { code, .. } => (*code, "Error"),
+                Outcome::OomKilled { .. } => (137, "OOMKilled"),
+                _ => (0, "Completed"),
+            };
+            let terminated = json!({"terminated": {"exitCode": code, "reason": reason,
+                "startedAt": started_at(pod), "finishedAt": now}});
+            step.exited(terminated, code == 0)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(restart_policy: &str) -> Value {
+        json!({"metadata": {"name": "p", "namespace": "default", "uid": "u"},
+            "spec": {"nodeName": NODE, "restartPolicy": restart_policy,
+                "containers": [{"name": "main", "image": "busybox", "command": ["run-it"]}]},
+            "status": {"phase": "Running", "containerStatuses": [{"name": "main",
+                "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]}})
+    }
+
+    fn run(stage: Stage, restarts: u32) -> Run {
+        Run {
+            stage,
+            since: Instant::now(),
+            restarts,
+        }
+    }
+
+    fn written_status(action: &Action) -> &Value {
+        action
+            .effects
+            .iter()
+            .find_map(|e| match e {
+                Effect::Replace(_, Part::Status, pod) => pod.get("status"),
+                _ => None,
+            })
+            .expect("a status write")
+    }
+
+    fn reasons(action: &Action) -> Vec<&str> {
+        action
+            .effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Event(event) => Some(event.reason.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    const NOW: &str = "2026-01-01T00:00:05Z";
+
+    #[test]
+    fn a_pod_without_a_node_is_bound_to_the_local_node_first() {
+        let mut unbound = pod("Never");
+        meta::remove_at(&mut unbound, &["spec", "nodeName"]);
+        let (action, next) = step(&unbound, None, &Script::new(Outcome::RunForever), NOW);
+        assert_eq!(next, None);
+        assert!(
+            matches!(&action.effects[0], Effect::Replace(_, Part::Main, p) if p["spec"]["nodeName"] == NODE)
+        );
+        assert_eq!(reasons(&action), ["Scheduled"]);
+    }
+
+    #[test]
+    fn an_exit_under_on_failure_restarts_after_a_crash_loop_back_off() {
+        let script = Script::new(Outcome::Exit {
+            code: 2,
+            after: Duration::ZERO,
+        });
+        let (action, next) = step(
+            &pod("OnFailure"),
+            Some((run(Stage::Running, 0), Duration::ZERO)),
+            &script,
+            NOW,
+        );
+        assert_eq!(next, Some(Next::Enter(Stage::BackingOff, 1)));
+        assert_eq!(action.requeue_after, Some(Duration::from_secs(10)));
+        let status = written_status(&action);
+        assert_eq!(status["phase"], "Running");
+        let container = &status["containerStatuses"][0];
+        assert_eq!(container["restartCount"], 1);
+        assert_eq!(
+            container["state"]["waiting"]["message"],
+            "back-off 10s restarting failed container=main pod=p_default(u)"
+        );
+        assert_eq!(container["lastState"]["terminated"]["exitCode"], 2);
+        assert_eq!(container["lastState"]["terminated"]["reason"], "Error");
+        assert_eq!(reasons(&action), ["BackOff"]);
+    }
+
+    #[test]
+    fn under_never_an_oom_kill_fails_the_pod_with_137_once_the_run_is_over() {
+        let script = Script::new(Outcome::OomKilled {
+            after: Duration::from_millis(5),
+        });
+        let running = run(Stage::Running, 0);
+        let (early, _) = step(
+            &pod("Never"),
+            Some((running, Duration::from_millis(1))),
+            &script,
+            NOW,
+        );
+        assert!(early.effects.is_empty());
+        assert_eq!(early.requeue_after, Some(Duration::from_millis(4)));
+        let (action, next) = step(
+            &pod("Never"),
+            Some((running, Duration::from_millis(5))),
+            &script,
+            NOW,
+        );
+        assert_eq!(next, None);
+        let status = written_status(&action);
+        assert_eq!(status["phase"], "Failed");
+        let terminated = &status["containerStatuses"][0]["state"]["terminated"];
+        assert_eq!(terminated["exitCode"], 137);
+        assert_eq!(terminated["reason"], "OOMKilled");
+        assert_eq!(terminated["startedAt"], "2026-01-01T00:00:00Z");
+    }
+
+    #[test]
+    fn a_command_that_cannot_start_is_a_start_error_with_the_containerd_message() {
+        let creating = run(Stage::Creating, 0);
+        let script = Script::new(Outcome::CannotStart);
+        let (action, _) = step(
+            &pod("Never"),
+            Some((creating, Duration::from_secs(1))),
+            &script,
+            NOW,
+        );
+        let terminated = &written_status(&action)["containerStatuses"][0]["state"]["terminated"];
+        assert_eq!(terminated["exitCode"], 128);
+        assert_eq!(terminated["reason"], "StartError");
+        assert_eq!(terminated["startedAt"], "1970-01-01T00:00:00Z");
+        assert!(terminated["message"].as_str().is_some_and(
+            |m| m.contains("exec: \"run-it\": executable file not found in $PATH")
+        ));
+        assert_eq!(reasons(&action), ["Pulled", "Created", "Failed"]);
+    }
+
+    #[test]
+    fn a_deleted_running_pod_is_stopped_with_sigterm_and_deleted_at_once() {
+        let mut deleted = pod("Always");
+        meta::set_at(
+            &mut deleted,
+            &["metadata", "deletionTimestamp"],
+            json!("2026-01-01T00:00:30Z"),
+        );
+        let script = Script::new(Outcome::RunForever);
+        let (action, next) = step(
+            &deleted,
+            Some((run(Stage::Running, 0), Duration::ZERO)),
+            &script,
+            NOW,
+        );
+        assert_eq!(next, None);
+        let status = written_status(&action);
+        assert_eq!(status["phase"], "Failed");
+        assert_eq!(
+            status["containerStatuses"][0]["state"]["terminated"]["exitCode"],
+            143
+        );
+        assert_eq!(reasons(&action), ["Killing"]);
+        assert!(
+            matches!(action.effects.last(), Some(Effect::Delete(_, _, options)) if options.grace_period == Some(0))
+        );
+    }
+
+    #[test]
+    fn a_never_ready_container_runs_started_but_keeps_the_pod_not_ready() {
+        let creating = run(Stage::Creating, 0);
+        let script = Script::new(Outcome::NeverReady);
+        let (action, next) = step(
+            &pod("Always"),
+            Some((creating, Duration::from_secs(1))),
+            &script,
+            NOW,
+        );
+        assert_eq!(next, Some(Next::Enter(Stage::Running, 0)));
+        assert_eq!(action.requeue_after, None, "it never exits");
+        let status = written_status(&action);
+        assert_eq!(status["phase"], "Running");
+        let container = &status["containerStatuses"][0];
+        assert_eq!(
+            (container["started"].clone(), container["ready"].clone()),
+            (json!(true), json!(false))
+        );
+        assert_eq!(status["conditions"][2]["reason"], "ContainersNotReady");
+    }
+
+    #[test]
+    fn durations_read_as_go_prints_them() {
+        assert_eq!(go_duration(Duration::from_secs(300)), "5m0s");
+        assert_eq!(go_duration(Duration::from_secs(10)), "10s");
+        assert_eq!(go_duration(Duration::from_millis(20)), "20ms");
+    }
+
+    #[test]
+    fn a_deleted_pod_is_forgotten_and_a_new_one_of_the_same_name_starts_from_the_beginning() {
+        use crate::ops::{self, WriteOptions};
+        let store = Store::new(100);
+        let options = WriteOptions::default();
+        let namespace = json!({"metadata": {"name": "default"}});
+        ops::create(&store, ops::namespaces(), None, namespace, &options).expect("namespace");
+        let script = Script::new(Outcome::RunForever).start_delay(Duration::ZERO);
+        let mut kubelet = ScriptedKubelet::new(script);
+        let key = Key {
+            namespace: "default".into(),
+            name: "p".into(),
+        };
+        let mut body = pod("Never");
+        meta::remove_at(&mut body, &["status"]);
+        let run_through = |kubelet: &mut ScriptedKubelet| {
+            for _ in 0..3 {
+                let action = kubelet.reconcile(&key, &store);
+                crate::controller::execute(&store, action.effects).expect("effects apply");
+            }
+            store.get(pods(), "default", "p").expect("pod exists")
+        };
+        ops::create(&store, pods(), Some("default"), body.clone(), &options).expect("pod");
+        let first = run_through(&mut kubelet);
+        assert!(
+            first["status"]["containerStatuses"][0]["state"]
+                .get("running")
+                .is_some()
+        );
+        let gone = crate::delete::DeleteOptions {
+            grace_period: Some(0),
+            ..crate::delete::DeleteOptions::default()
+        };
+        crate::delete::delete(&store, pods(), "default", "p", &gone).expect("deleted");
+        assert_eq!(kubelet.reconcile(&key, &store), Action::default());
+        assert!(kubelet.runs.is_empty());
+        ops::create(&store, pods(), Some("default"), body, &options).expect("pod again");
+        let action = kubelet.reconcile(&key, &store);
+        let state = &written_status(&action)["containerStatuses"][0]["state"];
+        assert_eq!(state["waiting"]["reason"], "ContainerCreating", "{state}");
+    }
+}

@@ -1,0 +1,273 @@
+//! The ReplicaSet controller (reference §3.4): keeps `spec.replicas` active pods from the template (terminal and
+//! deleting pods do not count; the kubelet restarts exited containers), deleting surplus pods not-ready first,
+//! and writes `replicas`, `fullyLabeledReplicas`, `readyReplicas`, `availableReplicas` (ready for
+//! `minReadySeconds`) and `observedGeneration`.
+//!
+//! Not covered: adoption of orphan pods, the `ReplicaFailure` condition and `FailedCreate` events, slow-start
+//! batches.
+
+use jiff::Timestamp;
+use serde_json::{Value, json};
+
+use crate::controller::{
+    self, Action, Effect, Key, Reconciler, condition, controller_name, is_true, pods, replicasets,
+};
+use crate::delete::DeleteOptions;
+use crate::meta;
+use crate::ops::Part;
+use crate::recorder::Event;
+use crate::selector::LabelSelector;
+use crate::store::{Change, ObjectKey, Store};
+
+const COMPONENT: &str = "replicaset-controller";
+
+/// The ReplicaSet controller's reconciler; its keys are ReplicaSets.
+#[derive(Debug)]
+pub(crate) struct ReplicaSetController;
+
+impl Reconciler for ReplicaSetController {
+    fn keys(&self, change: &Change) -> Vec<Key> {
+        if change.resource.is(replicasets()) {
+            return vec![Key::of(&change.object)];
+        }
+        if change.resource.is(pods()) {
+            return controller_name(&change.object, "ReplicaSet")
+                .map(|name| Key {
+                    namespace: meta::namespace(&change.object).to_owned(),
+                    name: name.to_owned(),
+                })
+                .into_iter()
+                .collect();
+        }
+        Vec::new()
+    }
+
+    fn all(&self, store: &Store) -> Vec<Key> {
+        store.list(replicasets()).iter().map(Key::of).collect()
+    }
+
+    fn reconcile(&mut self, key: &Key, store: &Store) -> Action {
+        let found = store.read(|s| {
+            let set = s
+                .get(&ObjectKey::new(replicasets(), &key.namespace, &key.name))
+                .cloned()?;
+            let owned: Vec<Value> = s
+                .list(pods(), Some(&key.namespace))
+                .filter(|p| {
+                    meta::owner_references(p)
+                        .iter()
+                        .any(|r| meta::str_at(r, &["uid"]) == Some(meta::uid(&set)))
+                })
+                .cloned()
+                .collect();
+            Some((set, owned))
+        });
+        found
+            .map(|(set, owned)| decide(&set, &owned, Timestamp::now()))
+            .unwrap_or_default()
+    }
+}
+
+fn is_active(pod: &Value) -> bool {
+    !meta::is_deleting(pod)
+        && !matches!(
+            meta::str_at(pod, &["status", "phase"]),
+            Some("Succeeded" | "Failed")
+        )
+}
+
+fn event(set: &Value, reason: &str, message: String) -> Effect {
+    Effect::Event(Event::about(
+        replicasets(),
+        set,
+        None,
+        "Normal",
+        reason,
+        message,
+        COMPONENT,
+    ))
+}
+
+/// When a ready pod became (or becomes) available: its `Ready` transition plus `minReadySeconds`.
+fn available_at(pod: &Value, min_ready_seconds: i64) -> Option<Timestamp> {
+    if !is_true(pod, "Ready") {
+        return None;
+    }
+    let ready_since = condition(pod, "Ready")
+        .and_then(|c| meta::str_at(c, &["lastTransitionTime"]))
+        .and_then(meta::parse_time)?;
+    ready_since
+        .checked_add(jiff::SignedDuration::from_secs(min_ready_seconds))
+        .ok()
+}
+
+/// The decision for one ReplicaSet and the pods it controls.
+pub(crate) fn decide(set: &Value, owned: &[Value], now: Timestamp) -> Action {
+    let mut action = Action::default();
+    if meta::is_deleting(set) {
+        return action;
+    }
+    let mut active: Vec<&Value> = owned.iter().filter(|p| is_active(p)).collect();
+    let wanted = meta::at(set, &["spec", "replicas"])
+        .and_then(Value::as_i64)
+        .and_then(|r| usize::try_from(r).ok())
+        .unwrap_or(1);
+    let mut effects = Vec::new();
+    if active.len() < wanted {
+        let template = meta::at(set, &["spec", "template"])
+            .cloned()
+            .unwrap_or_default();
+        for _ in active.len()..wanted {
+            let pod = controller::pod_from_template(replicasets(), set, &template);
+            effects.push(event(
+                set,
+                "SuccessfulCreate",
+                format!("Created pod: {}", meta::name(&pod)),
+            ));
+            let failed =
+                controller::failed_create(replicasets(), set, "Error creating: ", COMPONENT);
+            effects.insert(0, Effect::Create(pods(), pod, Some(failed)));
+        }
+    } else if active.len() > wanted {
+        // Unscheduled, then not ready, then the newest go first.
+        active.sort_by_key(|p| {
+            let scheduled = meta::str_at(p, &["spec", "nodeName"]).is_some_and(|n| !n.is_empty());
+            let created = meta::str_at(p, &["metadata", "creationTimestamp"]).unwrap_or_default();
+            (
+                scheduled,
+                is_true(p, "Ready"),
+                std::cmp::Reverse(created.to_owned()),
+            )
+        });
+        for pod in active.drain(..active.len() - wanted) {
+            effects.push(event(
+                set,
+                "SuccessfulDelete",
+                format!("Deleted pod: {}", meta::name(pod)),
+            ));
+            effects.insert(
+                0,
+                Effect::Delete(pods(), pod.clone(), DeleteOptions::default()),
+            );
+        }
+    }
+    let min_ready = meta::at(set, &["spec", "minReadySeconds"])
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    // "Fully labelled": every label of the template, not just the selector's.
+    let template_labels = meta::at(set, &["spec", "template", "metadata", "labels"])
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let labels =
+        LabelSelector::from_object(&json!({"matchLabels": template_labels})).unwrap_or_default();
+    let ready = active.iter().filter(|p| is_true(p, "Ready")).count();
+    let mut available = 0;
+    for at in active.iter().filter_map(|p| available_at(p, min_ready)) {
+        if at <= now {
+            available += 1;
+        } else {
+            action.requeue(now.duration_until(at).unsigned_abs());
+        }
+    }
+    let mut status = json!({"replicas": active.len()});
+    let counts = [
+        (
+            "fullyLabeledReplicas",
+            active.iter().filter(|p| labels.matches(p)).count(),
+        ),
+        ("readyReplicas", ready),
+        ("availableReplicas", available),
+    ];
+    for (field, count) in counts {
+        // Go omits these when zero.
+        if count > 0 {
+            meta::set_at(&mut status, &[field], json!(count));
+        }
+    }
+    if let Some(generation) = meta::at(set, &["metadata", "generation"]) {
+        meta::set_at(&mut status, &["observedGeneration"], generation.clone());
+    }
+    if set.get("status") != Some(&status) {
+        let mut updated = set.clone();
+        meta::set_at(&mut updated, &["status"], status);
+        action
+            .effects
+            .push(Effect::Replace(replicasets(), Part::Status, updated));
+    }
+    action.effects.extend(effects);
+    action
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn set(replicas: i64, min_ready: i64) -> Value {
+        json!({"metadata": {"name": "web", "namespace": "default", "uid": "ru", "generation": 3},
+            "spec": {"replicas": replicas, "minReadySeconds": min_ready,
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": []}}}})
+    }
+
+    fn pod(name: &str, node: Option<&str>, ready_since: Option<&str>) -> Value {
+        let conditions: Vec<Value> = ready_since
+            .map(|t| json!({"type": "Ready", "status": "True", "lastTransitionTime": t}))
+            .into_iter()
+            .collect();
+        let mut pod = json!({"metadata": {"name": name, "namespace": "default", "uid": name,
+                "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"app": "web"}},
+            "spec": {}, "status": {"phase": "Running", "conditions": conditions}});
+        if let Some(node) = node {
+            meta::set_at(&mut pod, &["spec", "nodeName"], json!(node));
+        }
+        pod
+    }
+
+    fn at(text: &str) -> Timestamp {
+        text.parse().expect("valid time")
+    }
+
+    #[test]
+    fn surplus_pods_go_unscheduled_first_then_not_ready() {
+        let pods = [
+            pod("ready", Some("local"), Some("2026-01-01T00:00:01Z")),
+            pod("unscheduled", None, None),
+            pod("starting", Some("local"), None),
+        ];
+        let action = decide(&set(1, 0), &pods, at("2026-01-01T00:01:00Z"));
+        let deleted: Vec<&str> = action
+            .effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Delete(_, pod, _) => Some(meta::name(pod)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(deleted, ["starting", "unscheduled"]);
+    }
+
+    #[test]
+    fn a_ready_pod_counts_as_available_after_min_ready_seconds() {
+        let pods = [pod("a", Some("local"), Some("2026-01-01T00:00:00Z"))];
+        let early = decide(&set(1, 10), &pods, at("2026-01-01T00:00:04Z"));
+        assert_eq!(early.requeue_after, Some(Duration::from_secs(6)));
+        let status = |action: &Action| {
+            action.effects.iter().find_map(|e| match e {
+                Effect::Replace(_, Part::Status, set) => set.get("status").cloned(),
+                _ => None,
+            })
+        };
+        assert_eq!(
+            status(&early),
+            Some(
+                json!({"replicas": 1, "fullyLabeledReplicas": 1, "readyReplicas": 1, "observedGeneration": 3})
+            )
+        );
+        let later = decide(&set(1, 10), &pods, at("2026-01-01T00:00:10Z"));
+        assert_eq!(
+            status(&later).map(|s| s["availableReplicas"].clone()),
+            Some(json!(1))
+        );
+    }
+}

@@ -1,0 +1,206 @@
+//! What the scripted kubelet makes of pods ([`Script`], [`Outcome`]) and which kubelet a node runs
+//! ([`Kubelet`]): plain data chosen by tests; [`crate::kubelet`] plays it.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::meta;
+use crate::pod_status;
+
+/// How the node runs pods.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kubelet {
+    /// Containers follow a script instead of running (tests).
+    Scripted(Script),
+}
+
+/// What the containers of a scripted pod do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Run for `after`, then exit 0 (`Completed`).
+    Succeed {
+        /// How long the container runs.
+        after: Duration,
+    },
+    /// Run for `after`, then exit with `code` (`Error`); restarted with back-off under OnFailure/Always.
+    Exit {
+        /// The exit code (non-zero).
+        code: i32,
+        /// How long the container runs.
+        after: Duration,
+    },
+    /// Run for `after`, then get killed for memory (`OOMKilled`, 137).
+    OomKilled {
+        /// How long the container runs.
+        after: Duration,
+    },
+    /// The runtime cannot start the command (`StartError`, 128, as containerd reports a missing executable).
+    CannotStart,
+    /// The image cannot be pulled: `ErrImagePull`, then `ImagePullBackOff`; the pod stays Pending.
+    ImagePullError,
+    /// Run until the pod is deleted.
+    RunForever,
+    /// Run until the pod is deleted without ever becoming ready (as with a failing readiness probe).
+    NeverReady,
+}
+
+/// Chooses an [`Outcome`] per pod: the first matching rule (by image, by a pod label such as `job-name`, or by
+/// an annotation), else the default; plus the timings of the simulated node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Script {
+    default: Outcome,
+    rules: Vec<(Match, Outcome)>,
+    pub(crate) start_delay: Duration,
+    pub(crate) restart_backoff: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Match {
+    Image(String),
+    Label(String, String),
+    Annotation(String, String),
+}
+
+impl Script {
+    /// Every pod gets `default`; containers start 10 ms after binding and crash loops back off from 10 s.
+    #[must_use]
+    pub fn new(default: Outcome) -> Self {
+        Script {
+            default,
+            rules: Vec::new(),
+            start_delay: Duration::from_millis(10),
+            restart_backoff: Duration::from_secs(10),
+        }
+    }
+
+    /// Pods with a container of this image (exactly as written in the pod) get `outcome`.
+    #[must_use]
+    pub fn image(mut self, image: &str, outcome: Outcome) -> Self {
+        self.rules.push((Match::Image(image.to_owned()), outcome));
+        self
+    }
+
+    /// Pods with this label (e.g. `job-name`) get `outcome`.
+    #[must_use]
+    pub fn label(mut self, key: &str, value: &str, outcome: Outcome) -> Self {
+        self.rules
+            .push((Match::Label(key.to_owned(), value.to_owned()), outcome));
+        self
+    }
+
+    /// Pods with this annotation (set in a pod template, say) get `outcome`.
+    #[must_use]
+    pub fn annotation(mut self, key: &str, value: &str, outcome: Outcome) -> Self {
+        self.rules
+            .push((Match::Annotation(key.to_owned(), value.to_owned()), outcome));
+        self
+    }
+
+    /// How long containers stay `ContainerCreating` (a slow start is a long delay).
+    #[must_use]
+    pub fn start_delay(mut self, delay: Duration) -> Self {
+        self.start_delay = delay;
+        self
+    }
+
+    /// The first crash-loop (and image-pull) back-off; it doubles per restart up to 30 times this (10 s → 300 s).
+    #[must_use]
+    pub fn restart_backoff(mut self, backoff: Duration) -> Self {
+        self.restart_backoff = backoff;
+        self
+    }
+
+    /// The outcome for a pod: the first matching rule, else the default.
+    pub(crate) fn outcome(&self, pod: &Value) -> &Outcome {
+        let images: Vec<String> = pod_status::containers(pod)
+            .into_iter()
+            .map(|(_, i)| i)
+            .collect();
+        self.rules
+            .iter()
+            .find(|(m, _)| match m {
+                Match::Image(image) => images.contains(image),
+                Match::Annotation(key, value) => {
+                    meta::str_at(pod, &["metadata", "annotations", key]) == Some(value.as_str())
+                }
+                Match::Label(key, value) => {
+                    meta::labels(pod)
+                        .and_then(|l| l.get(key))
+                        .and_then(Value::as_str)
+                        == Some(value)
+                }
+            })
+            .map_or(&self.default, |(_, o)| o)
+    }
+}
+
+/// The restart back-off after `restarts` restarts: doubling from the script's base, capped at 30 times it.
+pub(crate) fn crash_backoff(script: &Script, restarts: u32) -> Duration {
+    let factor = 2_u32.saturating_pow(restarts.saturating_sub(1)).min(30);
+    script.restart_backoff.saturating_mul(factor)
+}
+
+/// How long a container of this outcome runs before exiting, if it exits.
+pub(crate) fn run_length(outcome: &Outcome) -> Option<Duration> {
+    match outcome {
+        Outcome::Succeed { after } | Outcome::Exit { after, .. } | Outcome::OomKilled { after } => {
+            Some(*after)
+        }
+        Outcome::CannotStart
+        | Outcome::ImagePullError
+        | Outcome::RunForever
+        | Outcome::NeverReady => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn pod(image: &str) -> Value {
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "main", "image": image}]}})
+    }
+
+    #[test]
+    fn rules_choose_the_outcome_by_image_label_or_annotation_in_order() {
+        let script = Script::new(Outcome::RunForever)
+            .annotation(
+                "outcome",
+                "oom",
+                Outcome::OomKilled {
+                    after: Duration::ZERO,
+                },
+            )
+            .image("busybox", Outcome::CannotStart)
+            .label("job-name", "x", Outcome::ImagePullError);
+        let mut annotated = pod("busybox");
+        meta::set_at(
+            &mut annotated,
+            &["metadata", "annotations"],
+            json!({"outcome": "oom"}),
+        );
+        assert_eq!(
+            script.outcome(&annotated),
+            &Outcome::OomKilled {
+                after: Duration::ZERO
+            }
+        );
+        assert_eq!(script.outcome(&pod("busybox")), &Outcome::CannotStart);
+        let mut other = pod("other");
+        meta::set_at(
+            &mut other,
+            &["spec", "containers"],
+            json!([{"name": "main", "image": "other"}]),
+        );
+        assert_eq!(script.outcome(&other), &Outcome::RunForever);
+        meta::set_at(
+            &mut other,
+            &["metadata", "labels"],
+            json!({"job-name": "x"}),
+        );
+        assert_eq!(script.outcome(&other), &Outcome::ImagePullError);
+    }
+}

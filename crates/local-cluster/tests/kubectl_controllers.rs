@@ -1,0 +1,182 @@
+//! The controllers and the scripted kubelet as kubectl users see them: `wait --for=condition=complete|failed`,
+//! `rollout status`, and the STATUS column of `get pods` for each way a pod ends (reference §6 (b)).
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::process::Command;
+use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, Outcome, Script};
+
+const MS: Duration = Duration::from_millis(1);
+
+struct Kubectl {
+    directory: tempfile::TempDir,
+    kubeconfig: PathBuf,
+}
+
+impl Kubectl {
+    fn new(cluster: &LocalCluster) -> Self {
+        let directory = tempfile::tempdir().expect("temp dir");
+        let kubeconfig = directory.path().join("kubeconfig");
+        cluster
+            .write_kubeconfig(&kubeconfig)
+            .expect("kubeconfig written");
+        Kubectl {
+            directory,
+            kubeconfig,
+        }
+    }
+
+    /// Runs kubectl; returns (success, stdout, stderr).
+    async fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let output = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.directory.path().join("cache"))
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .expect("kubectl runs");
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    async fn ok(&self, args: &[&str]) -> String {
+        let (success, stdout, stderr) = self.run(args).await;
+        assert!(success, "kubectl {args:?} failed: {stdout} {stderr}");
+        stdout
+    }
+}
+
+fn job(name: &str, image: &str, restart_policy: &str) -> String {
+    format!(
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\nspec:\n  backoffLimit: 0\n  template:\n    spec:\n      restartPolicy: {restart_policy}\n      containers:\n      - name: main\n        image: {image}\n        command: [run-it]\n"
+    )
+}
+
+/// A cluster whose kubelet ends each Job the way its name says.
+async fn start() -> LocalCluster {
+    let script = Script::new(Outcome::Succeed { after: 20 * MS })
+        .label(
+            "job-name",
+            "error",
+            Outcome::Exit {
+                code: 2,
+                after: 10 * MS,
+            },
+        )
+        .label("job-name", "oom", Outcome::OomKilled { after: 10 * MS })
+        .label(
+            "job-name",
+            "crash",
+            Outcome::Exit {
+                code: 1,
+                after: 10 * MS,
+            },
+        )
+        .image("nope:1", Outcome::ImagePullError)
+        .label("app", "web", Outcome::RunForever)
+        .restart_backoff(Duration::from_secs(5));
+    LocalCluster::start(Options {
+        controllers: Some(Controllers {
+            job_backoff_base: 20 * MS,
+            kubelet: Some(Kubelet::Scripted(script)),
+            ..Controllers::default()
+        }),
+        ..Options::default()
+    })
+    .await
+    .expect("cluster starts")
+}
+
+/// Jobs for each ending and a Deployment, as one multi-document manifest.
+fn manifests() -> String {
+    [
+        job("ok", "busybox", "Never"),
+        job("error", "busybox", "Never"),
+        job("oom", "busybox", "Never"),
+        job("crash", "busybox", "OnFailure").replace("backoffLimit: 0", "backoffLimit: 6"),
+        job("pull", "nope:1", "Never"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: main\n        image: busybox\n".to_owned(),
+    ]
+    .join("---\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_waits_for_jobs_and_rollouts_and_shows_how_each_pod_ended() {
+    let cluster = start().await;
+    let kubectl = Kubectl::new(&cluster);
+    let file = kubectl.directory.path().join("all.yaml");
+    std::fs::write(&file, manifests()).expect("manifest written");
+    kubectl
+        .ok(&["apply", "-f", &file.display().to_string()])
+        .await;
+
+    let complete = kubectl
+        .ok(&[
+            "wait",
+            "--for=condition=complete",
+            "job/ok",
+            "--timeout=20s",
+        ])
+        .await;
+    assert_eq!(complete.trim(), "job.batch/ok condition met");
+    let failed = kubectl
+        .ok(&[
+            "wait",
+            "--for=condition=failed",
+            "job/error",
+            "job/oom",
+            "--timeout=20s",
+        ])
+        .await;
+    assert_eq!(failed.lines().count(), 2, "{failed}");
+    let rollout = kubectl
+        .ok(&["rollout", "status", "deployment/web", "--timeout=20s"])
+        .await;
+    assert!(
+        rollout.contains("deployment \"web\" successfully rolled out"),
+        "{rollout}"
+    );
+
+    let mut statuses = String::new();
+    for _ in 0..200 {
+        statuses = kubectl
+            .ok(&["get", "pods", "--no-headers", "-L", "job-name"])
+            .await;
+        let status_of = |job: &str| {
+            statuses
+                .lines()
+                .find(|l| l.split_whitespace().last() == Some(job))
+                .and_then(|l| l.split_whitespace().nth(2))
+                .map(str::to_owned)
+        };
+        let wanted = [
+            ("ok", "Completed"),
+            ("error", "Error"),
+            ("oom", "OOMKilled"),
+            ("crash", "CrashLoopBackOff"),
+            ("pull", "ImagePullBackOff"),
+        ];
+        if wanted
+            .iter()
+            .all(|(job, status)| status_of(job).as_deref() == Some(*status))
+        {
+            let running = statuses
+                .lines()
+                .filter(|l| l.starts_with("web-") && l.contains(" Running "))
+                .count();
+            assert_eq!(running, 2, "{statuses}");
+            return;
+        }
+        tokio::time::sleep(25 * MS).await;
+    }
+    panic!("pods never showed every status: {statuses}");
+}

@@ -20,7 +20,7 @@ use crate::ops::{self, Part, WriteOptions};
 use crate::recorder::{self, Event};
 use crate::resources::ResourceType;
 use crate::status::ApiError;
-use crate::store::{Change, Store};
+use crate::store::{Change, ObjectKey, Store};
 
 /// A primary object of one reconciler, by namespace and name (the reconciler knows the type).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -308,6 +308,55 @@ pub(crate) fn pod_from_template(resource: &ResourceType, owner: &Value, template
 }
 
 /// The name of the object of `kind` controlling `object`, if any.
+/// The keys a change leads to for a reconciler of `owner` objects (of kind `owner_kind`) that also watches the
+/// `dependent` objects they control: the owner itself, or the owner named by a dependent's controller reference.
+pub(crate) fn owner_keys(
+    change: &Change,
+    owner: &ResourceType,
+    owner_kind: &str,
+    dependent: &ResourceType,
+) -> Vec<Key> {
+    if change.resource.is(owner) {
+        return vec![Key::of(&change.object)];
+    }
+    if change.resource.is(dependent) {
+        return controller_name(&change.object, owner_kind)
+            .map(|name| Key {
+                namespace: meta::namespace(&change.object).to_owned(),
+                name: name.to_owned(),
+            })
+            .into_iter()
+            .collect();
+    }
+    Vec::new()
+}
+
+/// The `owner` object at `key` and the `dependent` objects in its namespace whose owner references name it (by
+/// uid), read in one consistent snapshot; `None` when the owner is gone.
+pub(crate) fn owner_and_dependents(
+    store: &Store,
+    owner: &'static ResourceType,
+    dependent: &'static ResourceType,
+    key: &Key,
+) -> Option<(Value, Vec<Value>)> {
+    store.read(|s| {
+        let object = s
+            .get(&ObjectKey::new(owner, &key.namespace, &key.name))
+            .cloned()?;
+        let uid = meta::uid(&object);
+        let dependents = s
+            .list(dependent, Some(&key.namespace))
+            .filter(|candidate| {
+                meta::owner_references(candidate)
+                    .iter()
+                    .any(|reference| meta::str_at(reference, &["uid"]) == Some(uid))
+            })
+            .cloned()
+            .collect();
+        Some((object, dependents))
+    })
+}
+
 pub(crate) fn controller_name<'a>(object: &'a Value, kind: &str) -> Option<&'a str> {
     meta::owner_references(object)
         .iter()

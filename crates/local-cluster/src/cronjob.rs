@@ -11,14 +11,16 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::{Value, json};
 
-use crate::controller::{self, Action, Effect, Key, Reconciler, controller_name, is_true, jobs};
+use crate::controller::{
+    self, Action, Effect, Key, Reconciler, is_true, jobs, owner_and_dependents, owner_keys,
+};
 use crate::delete::DeleteOptions;
 use crate::meta;
 use crate::ops::Part;
 use crate::recorder::Event;
 use crate::resources::{self, Propagation, ResourceType};
 use crate::schedule::{self, Schedule};
-use crate::store::{Change, ObjectKey, Store};
+use crate::store::{Change, Store};
 
 const COMPONENT: &str = "cronjob-controller";
 const SCHEDULED: &str = "batch.kubernetes.io/cronjob-scheduled-timestamp";
@@ -38,19 +40,7 @@ pub(crate) struct CronJobController;
 
 impl Reconciler for CronJobController {
     fn keys(&self, change: &Change) -> Vec<Key> {
-        if change.resource.is(cronjobs()) {
-            return vec![Key::of(&change.object)];
-        }
-        if change.resource.is(jobs()) {
-            return controller_name(&change.object, "CronJob")
-                .map(|name| Key {
-                    namespace: meta::namespace(&change.object).to_owned(),
-                    name: name.to_owned(),
-                })
-                .into_iter()
-                .collect();
-        }
-        Vec::new()
+        owner_keys(change, cronjobs(), "CronJob", jobs())
     }
 
     fn all(&self, store: &Store) -> Vec<Key> {
@@ -58,24 +48,8 @@ impl Reconciler for CronJobController {
     }
 
     fn reconcile(&mut self, key: &Key, store: &Store) -> Action {
-        let (cronjob, owned) = store.read(|s| {
-            let cronjob = s
-                .get(&ObjectKey::new(cronjobs(), &key.namespace, &key.name))
-                .cloned();
-            let uid = cronjob.as_ref().map(|c| meta::uid(c).to_owned());
-            let owned: Vec<Value> = s
-                .list(jobs(), Some(&key.namespace))
-                .filter(|j| {
-                    meta::owner_references(j)
-                        .iter()
-                        .any(|r| meta::str_at(r, &["uid"]) == uid.as_deref())
-                })
-                .cloned()
-                .collect();
-            (cronjob, owned)
-        });
-        cronjob
-            .map(|c| decide(&c, &owned, Timestamp::now()))
+        owner_and_dependents(store, cronjobs(), jobs(), key)
+            .map(|(cronjob, owned)| decide(&cronjob, &owned, Timestamp::now()))
             .unwrap_or_default()
     }
 }

@@ -11,13 +11,15 @@ use std::time::Duration;
 use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
-use crate::controller::{Action, Effect, Key, Reconciler, controller_name, replicasets};
+use crate::controller::{
+    Action, Effect, Key, Reconciler, owner_and_dependents, owner_keys, replicasets,
+};
 use crate::delete::DeleteOptions;
 use crate::meta;
 use crate::ops::Part;
 use crate::recorder::Event;
 use crate::resources::{self, Propagation, ResourceType};
-use crate::store::{Change, ObjectKey, Store};
+use crate::store::{Change, Store};
 
 const COMPONENT: &str = "deployment-controller";
 const HASH: &str = "pod-template-hash";
@@ -34,19 +36,7 @@ pub(crate) struct DeploymentController;
 
 impl Reconciler for DeploymentController {
     fn keys(&self, change: &Change) -> Vec<Key> {
-        if change.resource.is(deployments()) {
-            return vec![Key::of(&change.object)];
-        }
-        if change.resource.is(replicasets()) {
-            return controller_name(&change.object, "Deployment")
-                .map(|name| Key {
-                    namespace: meta::namespace(&change.object).to_owned(),
-                    name: name.to_owned(),
-                })
-                .into_iter()
-                .collect();
-        }
-        Vec::new()
+        owner_keys(change, deployments(), "Deployment", replicasets())
     }
 
     fn all(&self, store: &Store) -> Vec<Key> {
@@ -54,21 +44,7 @@ impl Reconciler for DeploymentController {
     }
 
     fn reconcile(&mut self, key: &Key, store: &Store) -> Action {
-        let found = store.read(|s| {
-            let deployment = s
-                .get(&ObjectKey::new(deployments(), &key.namespace, &key.name))
-                .cloned()?;
-            let owned: Vec<Value> = s
-                .list(replicasets(), Some(&key.namespace))
-                .filter(|r| {
-                    meta::owner_references(r)
-                        .iter()
-                        .any(|o| meta::str_at(o, &["uid"]) == Some(meta::uid(&deployment)))
-                })
-                .cloned()
-                .collect();
-            Some((deployment, owned))
-        });
+        let found = owner_and_dependents(store, deployments(), replicasets(), key);
         found
             .map(|(deployment, owned)| decide(&deployment, &owned, Timestamp::now()))
             .unwrap_or_default()

@@ -10,14 +10,15 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use crate::controller::{
-    self, Action, Effect, Key, Reconciler, condition, controller_name, is_true, pods, replicasets,
+    self, Action, Effect, Key, Reconciler, condition, is_true, owner_and_dependents, owner_keys,
+    pods, replicasets,
 };
 use crate::delete::DeleteOptions;
 use crate::meta;
 use crate::ops::Part;
 use crate::recorder::Event;
 use crate::selector::LabelSelector;
-use crate::store::{Change, ObjectKey, Store};
+use crate::store::{Change, Store};
 
 const COMPONENT: &str = "replicaset-controller";
 
@@ -27,19 +28,7 @@ pub(crate) struct ReplicaSetController;
 
 impl Reconciler for ReplicaSetController {
     fn keys(&self, change: &Change) -> Vec<Key> {
-        if change.resource.is(replicasets()) {
-            return vec![Key::of(&change.object)];
-        }
-        if change.resource.is(pods()) {
-            return controller_name(&change.object, "ReplicaSet")
-                .map(|name| Key {
-                    namespace: meta::namespace(&change.object).to_owned(),
-                    name: name.to_owned(),
-                })
-                .into_iter()
-                .collect();
-        }
-        Vec::new()
+        owner_keys(change, replicasets(), "ReplicaSet", pods())
     }
 
     fn all(&self, store: &Store) -> Vec<Key> {
@@ -47,21 +36,7 @@ impl Reconciler for ReplicaSetController {
     }
 
     fn reconcile(&mut self, key: &Key, store: &Store) -> Action {
-        let found = store.read(|s| {
-            let set = s
-                .get(&ObjectKey::new(replicasets(), &key.namespace, &key.name))
-                .cloned()?;
-            let owned: Vec<Value> = s
-                .list(pods(), Some(&key.namespace))
-                .filter(|p| {
-                    meta::owner_references(p)
-                        .iter()
-                        .any(|r| meta::str_at(r, &["uid"]) == Some(meta::uid(&set)))
-                })
-                .cloned()
-                .collect();
-            Some((set, owned))
-        });
+        let found = owner_and_dependents(store, replicasets(), pods(), key);
         found
             .map(|(set, owned)| decide(&set, &owned, Timestamp::now()))
             .unwrap_or_default()

@@ -1289,3 +1289,69 @@ proptest! {
         })?;
     }
 }
+
+#[test]
+fn a_new_trigger_runs_a_scheduled_job_once_now() {
+    let state = State {
+        applied: NIGHTLY,
+        live: &[("nightly", ours)],
+        recorded: &["nightly"],
+        runs: &[],
+    };
+    let plan = plan_of(
+        &state,
+        "- name: nightly\n  command: ./nightly.sh\n  image: bookworm\n  schedule: \"0 3 * * *\"\n  trigger: 1\n",
+        &pruning(),
+    );
+    let action = &plan.actions[0];
+    assert_eq!(action.action, Action::Update);
+    assert_eq!(action.reason, "triggers changed: runs once now");
+    assert!(action.runs_now);
+    assert!(action.changes.is_empty());
+}
+
+#[test]
+fn going_back_to_a_definition_that_already_ran_does_not_run_it_again() {
+    // migrate ran (succeeded), then migrate --v2 was applied and its Job is still live; the file goes back.
+    let v1 = &jobs(MIGRATE)[0].1;
+    let v2 = &jobs(MIGRATE_V2)[0].1;
+    let mut inventory = Inventory::default();
+    let mut job_record = record(v2);
+    job_record.runs = vec![run(v1, Outcome::Succeeded), run(v2, Outcome::Unknown)];
+    inventory.jobs.insert("migrate".to_owned(), job_record);
+    let live = LiveState::from_json(live_objects(v2, ours)).unwrap();
+    let plan = plan::compute(&jobs(MIGRATE), &live, &inventory, &context(), &pruning());
+    assert_eq!(
+        plan.actions[0].action,
+        Action::Done {
+            outcome: Outcome::Succeeded
+        }
+    );
+    assert!(plan.actions[0].deletes.is_empty());
+}
+
+#[test]
+fn writes_beyond_the_namespace_limits_are_plan_errors() {
+    let limit_range: k8s_openapi::api::core::v1::LimitRange = serde_json::from_value(json!({
+        "metadata": {"name": "tool-mytool"},
+        "spec": {"limits": [{"type": "Container", "max": {"cpu": "1", "memory": "4Gi"}}]}
+    }))
+    .unwrap();
+    let limits = render::limits::ContainerLimits::from_limit_range(&limit_range);
+    let desired = jobs(
+        "- name: big\n  command: ./big\n  image: python3.11\n  continuous: true\n  mem: 6Gi\n",
+    );
+    let plan = plan::compute(
+        &desired,
+        &LiveState::default(),
+        &Inventory::default(),
+        &context().with_container_limits(limits),
+        &pruning(),
+    );
+    assert_eq!(
+        plan.actions[0].errors,
+        ["Requested memory 6.0Gi is over maximum allowed per container (4Gi)"]
+    );
+    assert!(plan.has_errors());
+    assert!(!plan_of(&NOTHING, BOT, &pruning()).has_errors());
+}

@@ -13,6 +13,7 @@ use crate::plan::{
     PlannedAction, Propagation, Wait, Write, WriteVerb,
 };
 use crate::render::inventory::{Inventory, JobRecord, Outcome};
+use crate::render::limits::violations;
 use crate::render::{Kind, RenderContext, Rendered, desired_hash, labels, read_back};
 
 /// Computes the plan: `desired` is the file's jobs in file order with their rendered objects, `live` what the
@@ -113,6 +114,8 @@ fn row(job: &str, kind: Kind, action: Action, reason: impl Into<String>) -> Plan
         writes: Vec::new(),
         waits: Vec::new(),
         records_run: false,
+        runs_now: false,
+        errors: Vec::new(),
         dry_run: None,
     }
 }
@@ -162,6 +165,22 @@ impl Desired<'_> {
     }
 
     fn decide(&self) -> PlannedAction {
+        let mut action = self.action();
+        if let Some(limits) = &self.context.container_limits
+            && action
+                .writes
+                .iter()
+                .any(|write| write.verb != WriteVerb::Label)
+        {
+            action.errors = violations(&self.rendered.canonical, limits)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+        }
+        action
+    }
+
+    fn action(&self) -> PlannedAction {
         if let Some(conflict) = self.conflict() {
             return conflict;
         }
@@ -485,6 +504,19 @@ impl Desired<'_> {
             };
         };
         let live_fingerprint = live.fingerprint.as_deref().unwrap_or(&record.fingerprint);
+        let ran = record
+            .runs
+            .iter()
+            .any(|run| run.fingerprint == self.rendered.fingerprint);
+        if requested.is_none()
+            && live_fingerprint != self.rendered.fingerprint
+            && ran
+            && let Some(outcome) = last
+        {
+            // Back to a definition that already ran: at most one run per fingerprint; the live Job of the other
+            // definition is left to finish and be cleaned up.
+            return self.done(outcome);
+        }
         let changes = live
             .workload
             .as_ref()
@@ -586,6 +618,7 @@ impl Desired<'_> {
         let service_missing =
             self.rendered.service.is_some() && !self.objects.contains_key(&ObjectKind::Service);
 
+        let mut runs_now = false;
         let (action, reason) = if live_hash == self.rendered.desired_hash {
             if drift {
                 (
@@ -598,6 +631,7 @@ impl Desired<'_> {
                 } else {
                     "the pods restart"
                 };
+                runs_now = object == ObjectKind::CronJob;
                 (Action::Update, format!("triggers changed: {effect}"))
             } else if service_missing {
                 (Action::Repair, "the Service was deleted by hand".to_owned())
@@ -631,6 +665,7 @@ impl Desired<'_> {
         }
         let mut planned = self.row(action, reason);
         planned.changes = changes;
+        planned.runs_now = runs_now;
         self.writes(&mut planned, WriteVerb::Update);
         planned
     }

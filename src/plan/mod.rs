@@ -86,6 +86,11 @@ impl Plan {
             .any(|action| matches!(action.action, Action::Conflict))
     }
 
+    /// Whether some action cannot be carried out: a conflict, or a write the namespace's limits refuse.
+    pub fn has_errors(&self) -> bool {
+        self.has_conflicts() || self.actions.iter().any(|action| !action.errors.is_empty())
+    }
+
     /// Whether a safety guard refuses the plan.
     pub fn is_refused(&self) -> bool {
         !self.refusals.is_empty()
@@ -133,6 +138,13 @@ pub struct PlannedAction {
     /// A new run of a one-off is recorded in the inventory before its Job is created.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub records_run: bool,
+    /// A scheduled job whose triggers changed runs once now: `apply` creates a Job from the CronJob's template.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub runs_now: bool,
+    /// Problems that make the writes fail, found before anything is touched (the namespace's `LimitRange`), in
+    /// upstream's words.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
     /// The server-side dry run's verdict on the writes, when one was made (filled in by the shell; `None` here).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dry_run: Option<DryRun>,

@@ -517,36 +517,32 @@ impl Desired<'_> {
             // definition is left to finish and be cleaned up.
             return self.done(outcome);
         }
+        if requested.is_none() && live_fingerprint == self.rendered.fingerprint {
+            let mut action = self.row(Action::Unchanged, run_reason(last));
+            if last == Some(Outcome::Failed) {
+                action.hint = Some(self.retry_hint());
+            }
+            return action;
+        }
         let changes = live
             .workload
             .as_ref()
             .and_then(|workload| read_back(workload, self.context).ok())
             .map(|back| self.changes(&back.job))
             .unwrap_or_default();
-        let reason = if let Some(reason) = requested {
-            reason
-        } else if live_fingerprint != self.rendered.fingerprint {
+        let reason = requested.unwrap_or_else(|| {
             if changes.is_empty() {
                 "triggers changed".to_owned()
-            } else {
-                let immutable = changes.iter().any(|change| change.immutable.is_some());
+            } else if changes.iter().any(|change| change.immutable.is_some()) {
                 format!(
-                    "{} changed{}",
+                    "{} changed (immutable: {})",
                     ticked(&changes),
-                    if immutable {
-                        " (immutable: spec.template)"
-                    } else {
-                        ""
-                    }
+                    immutable::JOB_TEMPLATE
                 )
+            } else {
+                format!("{} changed", ticked(&changes))
             }
-        } else {
-            let mut action = self.row(Action::Unchanged, run_reason(last));
-            if last == Some(Outcome::Failed) {
-                action.hint = Some(self.retry_hint());
-            }
-            return action;
-        };
+        });
         let mut action = self.row(Action::Replace, reason);
         action.changes = changes;
         action.records_run = true;

@@ -1282,8 +1282,37 @@ proptest! {
                     prop_assert!(action.writes.is_empty() && action.deletes.is_empty());
                 }
             }
-            // Deterministic: the same inputs give the same JSON.
+            // One row per name; every planned job of the file has its row, in file order, first.
+            let names: Vec<&str> = plan.actions.iter().map(|action| action.job.as_str()).collect();
+            let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
+            prop_assert_eq!(unique.len(), names.len());
+            let planned: Vec<&str> = desired
+                .iter()
+                .map(|(job, _)| job.name.as_str())
+                .filter(|name| options.only_jobs.is_empty() || options.only_jobs.iter().any(|only| only == name))
+                .collect();
+            prop_assert_eq!(&names[..planned.len()], &planned[..]);
+            // A foreign object of the job's own kind is always a conflict.
+            for (job, rendered) in &desired {
+                let kind = match rendered.canonical.kind {
+                    toolforge_jobs::render::Kind::OneOff => ObjectKind::Job,
+                    toolforge_jobs::render::Kind::Scheduled => ObjectKind::CronJob,
+                    _ => ObjectKind::Deployment,
+                };
+                let clash = find(kind, &job.name).is_some_and(|object| {
+                    object["metadata"]["labels"]["app.kubernetes.io/managed-by"].is_null()
+                });
+                if clash && let Some(action) = plan.action(&job.name) {
+                    prop_assert_eq!(action.action, Action::Conflict);
+                }
+            }
+            // Deterministic: the same inputs, listed in any order, give the same JSON.
             let again = plan::compute(&desired, &live, &inventory, &context(), &options);
+            prop_assert_eq!(plan.to_json(), again.to_json());
+            let mut reversed = objects.clone();
+            reversed.reverse();
+            let reversed = LiveState::from_json(reversed).unwrap();
+            let again = plan::compute(&desired, &reversed, &inventory, &context(), &options);
             prop_assert_eq!(plan.to_json(), again.to_json());
             Ok(())
         })?;

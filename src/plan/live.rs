@@ -160,3 +160,98 @@ fn job_outcome(job: &KubeJob) -> Option<Outcome> {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(value: serde_json::Value) -> KubeJob {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn a_jobs_conditions_say_how_it_ended() {
+        let cases = [
+            (serde_json::json!([]), None),
+            (
+                serde_json::json!([{"type": "Complete", "status": "True"}]),
+                Some(Outcome::Succeeded),
+            ),
+            (
+                serde_json::json!([{"type": "SuccessCriteriaMet", "status": "True"}]),
+                Some(Outcome::Succeeded),
+            ),
+            (
+                serde_json::json!([{"type": "Failed", "status": "True"}]),
+                Some(Outcome::Failed),
+            ),
+            (
+                serde_json::json!([{"type": "FailureTarget", "status": "True"}]),
+                Some(Outcome::Failed),
+            ),
+            (
+                serde_json::json!([{"type": "Complete", "status": "False"}]),
+                None,
+            ),
+            (
+                serde_json::json!([{"type": "Suspended", "status": "True"}]),
+                None,
+            ),
+        ];
+        for (conditions, expected) in cases {
+            let value = job(serde_json::json!({"status": {"conditions": conditions}}));
+            assert_eq!(job_outcome(&value), expected, "{conditions}");
+        }
+    }
+
+    #[test]
+    fn ownership_comes_from_the_labels() {
+        let membership = Membership {
+            set_name: "toolforge-jobs".to_owned(),
+            applyset_id: "applyset-ours-v1".to_owned(),
+        };
+        let object = |labels: serde_json::Value| {
+            job(serde_json::json!({"metadata": {"name": "x", "labels": labels}}))
+        };
+        let cases = [
+            (serde_json::json!({}), Owner::Foreign, false),
+            (
+                serde_json::json!({"app.kubernetes.io/managed-by": "someone"}),
+                Owner::Foreign,
+                false,
+            ),
+            (
+                serde_json::json!({"app.kubernetes.io/managed-by": "toolforge-jobs-framework"}),
+                Owner::Framework,
+                false,
+            ),
+            (
+                serde_json::json!({"app.kubernetes.io/managed-by": "toolforge-jobs-framework",
+                    "jobs.toolforge.org/inventory": "toolforge-jobs", "applyset.kubernetes.io/part-of": "applyset-ours-v1"}),
+                Owner::Framework,
+                true,
+            ),
+            (
+                serde_json::json!({"app.kubernetes.io/managed-by": "toolforge-jobs-framework",
+                    "jobs.toolforge.org/inventory": "other"}),
+                Owner::OtherInventory,
+                false,
+            ),
+            (
+                serde_json::json!({"app.kubernetes.io/managed-by": "toolforge-jobs-framework",
+                    "applyset.kubernetes.io/part-of": "applyset-theirs-v1"}),
+                Owner::OtherInventory,
+                false,
+            ),
+        ];
+        for (labels, owner, member) in cases {
+            let state = LiveState {
+                jobs: vec![object(labels.clone())],
+                ..LiveState::default()
+            };
+            let index = index(&state, &membership);
+            let live = &index["x"][&ObjectKind::Job];
+            assert_eq!((live.owner, live.member), (owner, member), "{labels}");
+        }
+    }
+}

@@ -497,7 +497,20 @@ const CASES: &[Case] = &[
         file: MIGRATE,
         options: pruning,
         expected: &[("migrate", "unchanged")],
-        reason: "outcome unknown",
+        reason: "the Job of this definition is running",
+    },
+    Case {
+        name: "a live one-off that finished is unchanged and says how it ended",
+        state: State {
+            applied: MIGRATE,
+            live: &[("migrate", failed)],
+            recorded: &["migrate"],
+            runs: &[("migrate", Outcome::Unknown)],
+        },
+        file: MIGRATE,
+        options: pruning,
+        expected: &[("migrate", "unchanged")],
+        reason: "ran with this definition: failed",
     },
     Case {
         name: "--replace runs a done one-off again",

@@ -518,7 +518,11 @@ impl Desired<'_> {
             return self.done(outcome);
         }
         if requested.is_none() && live_fingerprint == self.rendered.fingerprint {
-            let mut action = self.row(Action::Unchanged, run_reason(last));
+            let reason = match live.finished {
+                None => "the Job of this definition is running",
+                Some(outcome) => run_reason(Some(outcome)),
+            };
+            let mut action = self.row(Action::Unchanged, reason);
             if last == Some(Outcome::Failed) {
                 action.hint = Some(self.retry_hint());
             }

@@ -1287,7 +1287,16 @@ proptest! {
                     if let Some(object) = find(write.object.kind, &write.object.name) {
                         prop_assert!(is_ours(object), "writes {:?}: {:#?}", write.object, action);
                     }
-                    if write.verb != plan::WriteVerb::Create {
+                    if write.verb == plan::WriteVerb::Create {
+                        // A create never collides with a live object, unless the action deletes it first.
+                        let deleted_first = action.deletes.iter().any(|delete| {
+                            delete.object.kind == write.object.kind && delete.object.name == write.object.name
+                        });
+                        prop_assert!(
+                            deleted_first || find(write.object.kind, &write.object.name).is_none(),
+                            "creates over {:?}: {:#?}", write.object, action
+                        );
+                    } else {
                         prop_assert!(find(write.object.kind, &write.object.name).is_some());
                     }
                 }

@@ -229,6 +229,17 @@ impl Desired<'_> {
                     live.other_inventory.as_deref().unwrap_or_default()
                 ),
                 Owner::Framework
+                    if *object_kind == kind
+                        && recorded_kind.is_some_and(|recorded| recorded != kind)
+                        && !live.member =>
+                {
+                    format!(
+                        "a {object_kind:?} `{}` outside this inventory exists: the inventory knows the job as {}",
+                        self.name(),
+                        kind_word(self.record.map_or(self.kind(), |record| record.kind))
+                    )
+                }
+                Owner::Framework
                     if *object_kind != kind
                         && *object_kind != ObjectKind::Service
                         && Some(*object_kind) != recorded_kind =>
@@ -364,7 +375,13 @@ impl Desired<'_> {
             None => self.row(Action::Create, reason),
         };
         action.records_run = self.is_one_off();
-        self.writes(&mut action, WriteVerb::Create);
+        // A live object of the new kind can only be ours here (anything else is a conflict): written over.
+        let verb = if self.objects.contains_key(&workload_kind(self.kind())) {
+            WriteVerb::Update
+        } else {
+            WriteVerb::Create
+        };
+        self.writes(&mut action, verb);
         action
     }
 

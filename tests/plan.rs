@@ -306,7 +306,7 @@ const CASES: &[Case] = &[
         file: NIGHTLY_5,
         options: pruning,
         expected: &[("nightly", "update")],
-        reason: "`schedule` and `schedule-actual` changed",
+        reason: "`schedule` changed",
     },
     Case {
         name: "more memory updates the Deployment in place",

@@ -121,9 +121,12 @@ fn row(job: &str, kind: Kind, action: Action, reason: impl Into<String>) -> Plan
 }
 
 /// `a`, `b` and `c` in backticks.
+/// The expanded schedule is shown only when the written one did not change (a new `@daily` randomisation).
 fn ticked(fields: &[FieldChange]) -> String {
+    let schedule = fields.iter().any(|change| change.field == "schedule");
     let names: Vec<String> = fields
         .iter()
+        .filter(|change| !(schedule && change.field == "schedule-actual"))
         .map(|change| format!("`{}`", change.field))
         .collect();
     match names.as_slice() {

@@ -1,5 +1,9 @@
 //! The rules: for each job name, which action, and what it writes, deletes and waits for (SPEC §5).
 
+mod long_running;
+mod one_off;
+mod prune;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::Job;
@@ -14,7 +18,7 @@ use crate::plan::{
 };
 use crate::render::inventory::{Inventory, JobRecord, Outcome};
 use crate::render::limits::violations;
-use crate::render::{Kind, RenderContext, Rendered, desired_hash, labels, read_back};
+use crate::render::{Kind, RenderContext, Rendered, labels, read_back};
 
 /// Computes the plan: `desired` is the file's jobs in file order with their rendered objects, `live` what the
 /// cluster lists, `inventory` what the set recorded, `context` the rendering context (for read-back).
@@ -57,7 +61,7 @@ pub fn compute(
         for name in others {
             let objects = index.get(name).unwrap_or(&none);
             if let Some(action) =
-                undesired(name, objects, inventory.jobs.get(name), context, options)
+                prune::undesired(name, objects, inventory.jobs.get(name), context, options)
             {
                 actions.push(action);
             }
@@ -483,280 +487,4 @@ impl Desired<'_> {
             self.long_running(live)
         }
     }
-
-    /// How the last run with the desired fingerprint ended; a live Job's conditions tell what the record may not.
-    fn last_run(&self, record: &JobRecord, live: Option<&Live>) -> Option<Outcome> {
-        let fingerprint = &self.rendered.fingerprint;
-        let run = record
-            .runs
-            .iter()
-            .rev()
-            .find(|run| run.fingerprint == *fingerprint);
-        let live_outcome = live
-            .filter(|live| {
-                live.fingerprint.as_deref().unwrap_or(&record.fingerprint) == fingerprint.as_str()
-            })
-            .and_then(|live| live.finished);
-        match (run, live_outcome) {
-            (Some(run), Some(outcome)) if run.outcome == Outcome::Unknown => Some(outcome),
-            (Some(run), _) => Some(run.outcome),
-            (None, Some(outcome)) => Some(outcome),
-            (None, None) if record.fingerprint == *fingerprint => Some(Outcome::Unknown),
-            (None, None) => None,
-        }
-    }
-
-    fn one_off(&self, record: &JobRecord, live: Option<&Live>) -> PlannedAction {
-        let last = self.last_run(record, live);
-        let requested = self.requested_rerun(last);
-        let Some(live) = live else {
-            return match (requested, last) {
-                (Some(reason), _) => self.rerun(reason),
-                (None, Some(outcome)) => self.done(outcome),
-                (None, None) => {
-                    let reason = if record.desired_hash == self.rendered.desired_hash {
-                        "triggers changed since the last run"
-                    } else {
-                        "definition changed since the last run"
-                    };
-                    self.rerun(reason.to_owned())
-                }
-            };
-        };
-        let live_fingerprint = live.fingerprint.as_deref().unwrap_or(&record.fingerprint);
-        let ran = record
-            .runs
-            .iter()
-            .any(|run| run.fingerprint == self.rendered.fingerprint);
-        if requested.is_none()
-            && live_fingerprint != self.rendered.fingerprint
-            && ran
-            && let Some(outcome) = last
-        {
-            // Back to a definition that already ran: at most one run per fingerprint; the live Job of the other
-            // definition is left to finish and be cleaned up.
-            return self.done(outcome);
-        }
-        if requested.is_none() && live_fingerprint == self.rendered.fingerprint {
-            let reason = match live.finished {
-                None => "the Job of this definition is running",
-                Some(outcome) => run_reason(Some(outcome)),
-            };
-            let mut action = self.row(Action::Unchanged, reason);
-            if last == Some(Outcome::Failed) {
-                action.hint = Some(self.retry_hint());
-            }
-            return action;
-        }
-        let changes = live
-            .workload
-            .as_ref()
-            .and_then(|workload| read_back(workload, self.context).ok())
-            .map(|back| self.changes(&back.job))
-            .unwrap_or_default();
-        let reason = requested.unwrap_or_else(|| {
-            if changes.is_empty() {
-                "triggers changed".to_owned()
-            } else if changes.iter().any(|change| change.immutable.is_some()) {
-                format!(
-                    "{} changed (immutable: {})",
-                    ticked(&changes),
-                    immutable::JOB_TEMPLATE
-                )
-            } else {
-                format!("{} changed", ticked(&changes))
-            }
-        });
-        let mut action = self.row(Action::Replace, reason);
-        action.changes = changes;
-        action.records_run = true;
-        self.replace_object(&mut action, live);
-        action
-    }
-
-    fn retry_hint(&self) -> String {
-        format!(
-            "run it again with `--retry-failed` or `--replace {}`",
-            self.name()
-        )
-    }
-
-    fn rerun(&self, reason: String) -> PlannedAction {
-        let mut action = self.row(Action::Rerun, reason);
-        action.records_run = true;
-        self.writes(&mut action, WriteVerb::Create);
-        action
-    }
-
-    fn done(&self, outcome: Outcome) -> PlannedAction {
-        let mut action = self.row(Action::Done { outcome }, run_reason(Some(outcome)));
-        if outcome == Outcome::Failed {
-            action.hint = Some(self.retry_hint());
-        }
-        action
-    }
-
-    /// Scheduled and continuous jobs of the inventory.
-    fn long_running(&self, live: Option<&Live>) -> PlannedAction {
-        let object = workload_kind(self.kind());
-        let Some(live) = live else {
-            let mut action = self.row(
-                Action::Repair,
-                format!("the {object:?} was deleted by hand"),
-            );
-            self.writes(&mut action, WriteVerb::Create);
-            return action;
-        };
-        if let Some(reason) = self.requested_rerun(None) {
-            let mut action = self.row(Action::Replace, reason);
-            self.replace_object(&mut action, live);
-            return action;
-        }
-        let Some(Ok(back)) = live
-            .workload
-            .as_ref()
-            .map(|workload| read_back(workload, self.context))
-        else {
-            let mut action = self.row(
-                Action::Repair,
-                format!("the {object:?} was edited by hand and cannot be read back"),
-            );
-            self.writes(&mut action, WriteVerb::Update);
-            return action;
-        };
-        let content_hash = desired_hash(&back.job);
-        let live_hash = live
-            .desired_hash
-            .clone()
-            .unwrap_or_else(|| content_hash.clone());
-        let drift = content_hash != live_hash;
-        let changes = self.changes(&back.job);
-        let fingerprint_changed = live
-            .fingerprint
-            .as_deref()
-            .is_some_and(|fingerprint| fingerprint != self.rendered.fingerprint);
-        let service_missing =
-            self.rendered.service.is_some() && !self.objects.contains_key(&ObjectKind::Service);
-
-        let mut runs_now = false;
-        let (action, reason) = if live_hash == self.rendered.desired_hash {
-            if drift {
-                (
-                    Action::Repair,
-                    format!("edited by hand: {}", ticked(&changes)),
-                )
-            } else if fingerprint_changed {
-                let effect = if object == ObjectKind::CronJob {
-                    "runs once now"
-                } else {
-                    "the pods restart"
-                };
-                runs_now = object == ObjectKind::CronJob;
-                (Action::Update, format!("triggers changed: {effect}"))
-            } else if service_missing {
-                (Action::Repair, "the Service was deleted by hand".to_owned())
-            } else {
-                return self.row(Action::Unchanged, "up to date");
-            }
-        } else {
-            let what = if changes.is_empty() {
-                "rendering changed".to_owned()
-            } else {
-                format!("{} changed", ticked(&changes))
-            };
-            let also = if drift {
-                "; it was also edited by hand"
-            } else {
-                ""
-            };
-            (Action::Update, format!("{what}{also}"))
-        };
-        if back.legacy_selector && action == Action::Update {
-            let mut replace = self.row(
-                Action::Replace,
-                format!(
-                    "{reason}; immutable: {} (legacy full-label selector)",
-                    immutable::SELECTOR
-                ),
-            );
-            replace.changes = changes;
-            self.replace_object(&mut replace, live);
-            return replace;
-        }
-        let mut planned = self.row(action, reason);
-        planned.changes = changes;
-        planned.runs_now = runs_now;
-        self.writes(&mut planned, WriteVerb::Update);
-        planned
-    }
-}
-
-/// What the run record says, for humans.
-fn run_reason(outcome: Option<Outcome>) -> &'static str {
-    match outcome {
-        Some(Outcome::Succeeded) => "ran with this definition: succeeded",
-        Some(Outcome::Failed) => "ran with this definition: failed",
-        Some(Outcome::Unknown) | None => "ran with this definition: outcome unknown",
-    }
-}
-
-/// A name that is not in the file: prune it if the inventory has it, list it if it is a jobs-framework object,
-/// say nothing about foreign objects.
-fn undesired(
-    name: &str,
-    objects: &BTreeMap<ObjectKind, Live>,
-    record: Option<&JobRecord>,
-    context: &RenderContext,
-    options: &PlanOptions,
-) -> Option<PlannedAction> {
-    if let Some(record) = record {
-        let workload = workload_kind(record.kind);
-        let deletes: Vec<Delete> = objects
-            .iter()
-            .filter(|(kind, live)| {
-                live.owner == Owner::Framework
-                    && (**kind == workload || **kind == ObjectKind::Service)
-            })
-            .map(|(_, live)| delete(live))
-            .collect();
-        if !options.prune {
-            return Some(row(
-                name,
-                record.kind,
-                Action::Ignored,
-                "absent from the file; pruning is off",
-            ));
-        }
-        let reason = if deletes.is_empty() {
-            "absent from the file; nothing is live, the record is dropped"
-        } else {
-            "absent from the file"
-        };
-        let mut action = row(name, record.kind, Action::Delete, reason);
-        action.waits = deletes
-            .iter()
-            .map(|delete| Wait::Deleted {
-                object: delete.object.clone(),
-            })
-            .collect();
-        action.deletes = deletes;
-        return Some(action);
-    }
-    let (object_kind, live) = objects
-        .iter()
-        .find(|(_, live)| live.owner != Owner::Foreign)?;
-    let kind = live
-        .workload
-        .as_ref()
-        .and_then(|workload| read_back(workload, context).ok())
-        .map_or_else(|| kind_of_object(*object_kind), |back| back.job.kind);
-    let reason = match live.owner {
-        Owner::OtherInventory => format!(
-            "belongs to inventory `{}`: left alone",
-            live.other_inventory.as_deref().unwrap_or_default()
-        ),
-        _ => "in neither the file nor the inventory (created by `run` or upstream): left alone"
-            .to_owned(),
-    };
-    Some(row(name, kind, Action::Ignored, reason))
 }

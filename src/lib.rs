@@ -10,4 +10,5 @@
 pub mod cli;
 pub mod config;
 pub mod output;
+pub mod plan;
 pub mod render;

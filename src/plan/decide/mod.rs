@@ -1,0 +1,490 @@
+//! The rules: for each job name, which action, and what it writes, deletes and waits for (SPEC §5).
+
+mod long_running;
+mod one_off;
+mod prune;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::config::Job;
+use crate::config::job::{JobKind, Rerun};
+use crate::plan::LiveState;
+use crate::plan::guards;
+use crate::plan::immutable;
+use crate::plan::live::{self, Live, Owner};
+use crate::plan::{
+    Action, Delete, FORMAT_VERSION, FieldChange, ObjectKind, ObjectRef, Plan, PlanOptions,
+    PlannedAction, Propagation, Wait, Write, WriteVerb,
+};
+use crate::render::inventory::{Inventory, JobRecord, Outcome};
+use crate::render::limits::violations;
+use crate::render::{Kind, RenderContext, Rendered, labels, read_back};
+
+/// Computes the plan: `desired` is the file's jobs in file order with their rendered objects, `live` what the
+/// cluster lists, `inventory` what the set recorded, `context` the rendering context (for read-back).
+pub fn compute(
+    desired: &[(Job, Rendered)],
+    live: &LiveState,
+    inventory: &Inventory,
+    context: &RenderContext,
+    options: &PlanOptions,
+) -> Plan {
+    let index = live::index(live, &context.membership);
+    let none = BTreeMap::new();
+    let in_file: BTreeSet<&str> = desired.iter().map(|(job, _)| job.name.as_str()).collect();
+    let mut actions = Vec::new();
+    for (job, rendered) in desired {
+        if !options.only_jobs.is_empty() && !options.only_jobs.contains(&job.name) {
+            continue;
+        }
+        let objects = index.get(&job.name).unwrap_or(&none);
+        let record = inventory.jobs.get(&job.name);
+        actions.push(
+            Desired {
+                job,
+                rendered,
+                objects,
+                record,
+                context,
+                options,
+            }
+            .decide(),
+        );
+    }
+    if options.only_jobs.is_empty() {
+        let others: BTreeSet<&String> = inventory
+            .jobs
+            .keys()
+            .chain(index.keys())
+            .filter(|name| !in_file.contains(name.as_str()))
+            .collect();
+        for name in others {
+            let objects = index.get(name).unwrap_or(&none);
+            if let Some(action) =
+                prune::undesired(name, objects, inventory.jobs.get(name), context, options)
+            {
+                actions.push(action);
+            }
+        }
+    }
+    let refusals = guards::check(&actions, desired, inventory, options);
+    let mut counts = BTreeMap::new();
+    for action in &actions {
+        *counts.entry(action.action.name().to_owned()).or_insert(0) += 1;
+    }
+    Plan {
+        version: FORMAT_VERSION,
+        actions,
+        refusals,
+        counts,
+    }
+}
+
+/// The object kind a job kind renders to.
+pub(crate) fn workload_kind(kind: Kind) -> ObjectKind {
+    match kind {
+        Kind::OneOff => ObjectKind::Job,
+        Kind::Scheduled => ObjectKind::CronJob,
+        Kind::Continuous | Kind::Webservice => ObjectKind::Deployment,
+    }
+}
+
+fn kind_of_object(kind: ObjectKind) -> Kind {
+    match kind {
+        ObjectKind::Job => Kind::OneOff,
+        ObjectKind::CronJob => Kind::Scheduled,
+        ObjectKind::Deployment | ObjectKind::Service => Kind::Continuous,
+    }
+}
+
+fn kind_word(kind: Kind) -> &'static str {
+    match kind {
+        Kind::OneOff => "one-off",
+        Kind::Scheduled => "scheduled",
+        Kind::Continuous => "continuous",
+        Kind::Webservice => "webservice",
+    }
+}
+
+fn row(job: &str, kind: Kind, action: Action, reason: impl Into<String>) -> PlannedAction {
+    PlannedAction {
+        job: job.to_owned(),
+        kind,
+        action,
+        reason: reason.into(),
+        hint: None,
+        changes: Vec::new(),
+        deletes: Vec::new(),
+        writes: Vec::new(),
+        waits: Vec::new(),
+        records_run: false,
+        runs_now: false,
+        errors: Vec::new(),
+        dry_run: None,
+    }
+}
+
+/// `a`, `b` and `c` in backticks.
+/// The expanded schedule is shown only when the written one did not change (a new `@daily` randomisation).
+fn ticked(fields: &[FieldChange]) -> String {
+    let schedule = fields.iter().any(|change| change.field == "schedule");
+    let names: Vec<String> = fields
+        .iter()
+        .filter(|change| !(schedule && change.field == "schedule-actual"))
+        .map(|change| format!("`{}`", change.field))
+        .collect();
+    match names.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+fn delete(live: &Live) -> Delete {
+    Delete {
+        object: live.reference.clone(),
+        propagation: Propagation::Background,
+    }
+}
+
+/// One job of the file and what is known about it.
+struct Desired<'a> {
+    job: &'a Job,
+    rendered: &'a Rendered,
+    /// Live objects of the job's name, by kind.
+    objects: &'a BTreeMap<ObjectKind, Live>,
+    record: Option<&'a JobRecord>,
+    context: &'a RenderContext,
+    options: &'a PlanOptions,
+}
+
+impl Desired<'_> {
+    fn kind(&self) -> Kind {
+        self.rendered.canonical.kind
+    }
+
+    fn name(&self) -> &str {
+        &self.job.name
+    }
+
+    fn row(&self, action: Action, reason: impl Into<String>) -> PlannedAction {
+        row(self.name(), self.kind(), action, reason)
+    }
+
+    fn decide(&self) -> PlannedAction {
+        let mut action = self.action();
+        if let Some(limits) = &self.context.container_limits
+            && action
+                .writes
+                .iter()
+                .any(|write| write.verb != WriteVerb::Label)
+        {
+            action.errors = violations(&self.rendered.canonical, limits)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+        }
+        action
+    }
+
+    fn action(&self) -> PlannedAction {
+        if let Some(conflict) = self.conflict() {
+            return conflict;
+        }
+        let kind = workload_kind(self.kind());
+        let recorded_kind = self.record.map(|record| workload_kind(record.kind));
+        if let Some(recorded) = recorded_kind
+            && recorded != kind
+        {
+            return self.kind_changed(recorded);
+        }
+        let same = self.objects.get(&kind);
+        match (self.record, same) {
+            (Some(record), _) => self.managed(record, same),
+            (None, Some(live)) if live.member => {
+                // Ours by its labels, but the inventory lost it (a crash between write and record).
+                let record = JobRecord {
+                    kind: self.kind(),
+                    desired_hash: live.desired_hash.clone().unwrap_or_default(),
+                    fingerprint: live.fingerprint.clone().unwrap_or_default(),
+                    runs: Vec::new(),
+                };
+                self.managed(&record, Some(live))
+            }
+            (None, Some(live)) => self.adopt(live),
+            (None, None) => self.create(),
+        }
+    }
+
+    /// A live object of this name that is not ours to write, or a leftover of another kind outside the inventory.
+    fn conflict(&self) -> Option<PlannedAction> {
+        let kind = workload_kind(self.kind());
+        let recorded_kind = self.record.map(|record| workload_kind(record.kind));
+        for (object_kind, live) in self.objects {
+            let clashes = *object_kind == kind
+                || (*object_kind == ObjectKind::Service && self.rendered.service.is_some());
+            let reason = match live.owner {
+                Owner::Foreign if clashes => format!(
+                    "a {object_kind:?} `{}` exists without the `{}: {}` label",
+                    self.name(),
+                    labels::MANAGED_BY,
+                    labels::MANAGED_BY_VALUE
+                ),
+                Owner::OtherInventory => format!(
+                    "the {object_kind:?} `{}` belongs to inventory `{}`",
+                    self.name(),
+                    live.other_inventory.as_deref().unwrap_or_default()
+                ),
+                Owner::Framework
+                    if *object_kind == kind
+                        && recorded_kind.is_some_and(|recorded| recorded != kind)
+                        && !live.member =>
+                {
+                    format!(
+                        "a {object_kind:?} `{}` outside this inventory exists: the inventory knows the job as {}",
+                        self.name(),
+                        kind_word(self.record.map_or(self.kind(), |record| record.kind))
+                    )
+                }
+                Owner::Framework
+                    if *object_kind != kind
+                        && *object_kind != ObjectKind::Service
+                        && Some(*object_kind) != recorded_kind =>
+                {
+                    format!(
+                        "a {object_kind:?} `{}` outside this inventory exists: the job is {} in the file",
+                        self.name(),
+                        kind_word(self.kind())
+                    )
+                }
+                _ => continue,
+            };
+            let mut conflict = self.row(Action::Conflict, reason);
+            conflict.hint = Some(format!(
+                "rename the job, or delete the {object_kind:?} yourself if it is no longer needed"
+            ));
+            return Some(conflict);
+        }
+        None
+    }
+
+    fn workload_manifest(&self) -> serde_json::Value {
+        // Kubernetes objects always serialise.
+        serde_json::to_value(&self.rendered.workload).expect("a rendered object serialises")
+    }
+
+    fn write(&self, object: ObjectKind, verb: WriteVerb, uid: Option<String>) -> Write {
+        let manifest = if object == ObjectKind::Service {
+            serde_json::to_value(&self.rendered.service).expect("a rendered Service serialises")
+        } else {
+            self.workload_manifest()
+        };
+        Write {
+            object: ObjectRef {
+                kind: object,
+                name: self.name().to_owned(),
+                uid,
+            },
+            verb,
+            manifest,
+        }
+    }
+
+    /// Writes the workload with `verb`, then the Service (created, updated, or deleted when no longer wanted).
+    fn writes(&self, action: &mut PlannedAction, verb: WriteVerb) {
+        let kind = workload_kind(self.kind());
+        let uid = match verb {
+            WriteVerb::Create => None,
+            WriteVerb::Update | WriteVerb::Label => self
+                .objects
+                .get(&kind)
+                .and_then(|live| live.reference.uid.clone()),
+        };
+        action.writes.push(self.write(kind, verb, uid));
+        let service = self.objects.get(&ObjectKind::Service);
+        match (&self.rendered.service, service) {
+            (Some(_), Some(live)) => {
+                action.writes.push(self.write(
+                    ObjectKind::Service,
+                    if verb == WriteVerb::Label {
+                        WriteVerb::Label
+                    } else {
+                        WriteVerb::Update
+                    },
+                    live.reference.uid.clone(),
+                ));
+            }
+            (Some(_), None) => {
+                action
+                    .writes
+                    .push(self.write(ObjectKind::Service, WriteVerb::Create, None));
+            }
+            (None, Some(live)) if live.owner == Owner::Framework && self.record.is_some() => {
+                action.deletes.push(delete(live));
+            }
+            (None, _) => {}
+        }
+        action.waits.push(match kind {
+            ObjectKind::Job => Wait::Completed {
+                barrier: matches!(self.job.kind, JobKind::OneOff { wait: Some(_), .. }),
+            },
+            ObjectKind::CronJob => Wait::Accepted,
+            ObjectKind::Deployment | ObjectKind::Service => Wait::RolledOut,
+        });
+    }
+
+    /// Deletes the live `live` first, waits for its UID to be gone, then creates.
+    fn replace_object(&self, action: &mut PlannedAction, live: &Live) {
+        action.deletes.push(delete(live));
+        action.waits.push(Wait::Deleted {
+            object: live.reference.clone(),
+        });
+        self.writes(action, WriteVerb::Create);
+    }
+
+    fn is_one_off(&self) -> bool {
+        self.kind() == Kind::OneOff
+    }
+
+    fn create(&self) -> PlannedAction {
+        let reason = if self.is_one_off() {
+            "new job: runs once"
+        } else {
+            "new job"
+        };
+        let mut action = self.row(Action::Create, reason);
+        action.records_run = self.is_one_off();
+        self.writes(&mut action, WriteVerb::Create);
+        action
+    }
+
+    /// The file changed the job's kind: the old object goes, the new one is created.
+    fn kind_changed(&self, recorded: ObjectKind) -> PlannedAction {
+        let old = self.record.map_or(Kind::OneOff, |record| record.kind);
+        let reason = format!(
+            "kind changed: {} → {}",
+            kind_word(old),
+            kind_word(self.kind())
+        );
+        let old_live = self
+            .objects
+            .get(&recorded)
+            .filter(|live| live.owner == Owner::Framework);
+        let mut action = match old_live {
+            Some(live) => {
+                let mut action = self.row(Action::Replace, reason);
+                action.deletes.push(delete(live));
+                action.waits.push(Wait::Deleted {
+                    object: live.reference.clone(),
+                });
+                action
+            }
+            None => self.row(Action::Create, reason),
+        };
+        action.records_run = self.is_one_off();
+        // A live object of the new kind can only be ours here (anything else is a conflict): written over.
+        let verb = if self.objects.contains_key(&workload_kind(self.kind())) {
+            WriteVerb::Update
+        } else {
+            WriteVerb::Create
+        };
+        self.writes(&mut action, verb);
+        action
+    }
+
+    /// A jobs-framework object outside the inventory: adopted when it already is what the file says.
+    fn adopt(&self, live: &Live) -> PlannedAction {
+        if let Some(reason) = self.requested_rerun(None) {
+            let mut action = self.row(Action::Replace, reason);
+            action.records_run = self.is_one_off();
+            self.replace_object(&mut action, live);
+            return action;
+        }
+        let Some(workload) = &live.workload else {
+            return self.row(Action::Conflict, "not a workload");
+        };
+        match read_back(workload, self.context) {
+            Err(error) => {
+                let mut action = self.row(
+                    Action::Conflict,
+                    format!("created outside this inventory and cannot be read back: {error}"),
+                );
+                action.hint = Some(self.adopt_hint());
+                action
+            }
+            Ok(back) => {
+                let changes = self.changes(&back.job);
+                if changes.is_empty() {
+                    let mut action = self.row(
+                        Action::Adopt,
+                        "created outside this inventory, equal to the file: recorded, not restarted",
+                    );
+                    self.writes(&mut action, WriteVerb::Label);
+                    action.waits.clear();
+                    action
+                } else {
+                    let mut action = self.row(
+                        Action::Conflict,
+                        format!(
+                            "created outside this inventory and differs from the file in {}",
+                            ticked(&changes)
+                        ),
+                    );
+                    action.changes = changes;
+                    action.hint = Some(self.adopt_hint());
+                    action
+                }
+            }
+        }
+    }
+
+    fn adopt_hint(&self) -> String {
+        format!(
+            "make the file match the live job to adopt it, or delete it first (`toolforge jobs delete {}`)",
+            self.name()
+        )
+    }
+
+    /// The live job's differences from the file, each with the immutable field it touches.
+    fn changes(&self, live: &crate::render::CanonicalJob) -> Vec<FieldChange> {
+        let kind = workload_kind(self.kind());
+        live.differences(&self.rendered.canonical)
+            .into_iter()
+            .map(|difference| FieldChange {
+                immutable: immutable::path(kind, &difference.field).map(str::to_owned),
+                field: difference.field,
+                live: difference.live,
+                desired: difference.desired,
+            })
+            .collect()
+    }
+
+    /// Why the user asked for this job to run again, if they did.
+    fn requested_rerun(&self, last: Option<Outcome>) -> Option<String> {
+        if self.options.replace.iter().any(|name| name == self.name()) {
+            return Some("`--replace` asked for it".to_owned());
+        }
+        if !self.is_one_off() {
+            return None;
+        }
+        if matches!(
+            self.job.kind,
+            JobKind::OneOff {
+                rerun: Some(Rerun::Always),
+                ..
+            }
+        ) {
+            return Some("`rerun: always`".to_owned());
+        }
+        (self.options.retry_failed && last == Some(Outcome::Failed))
+            .then(|| "`--retry-failed`: the last run failed".to_owned())
+    }
+
+    fn managed(&self, record: &JobRecord, live: Option<&Live>) -> PlannedAction {
+        if self.is_one_off() {
+            self.one_off(record, live)
+        } else {
+            self.long_running(live)
+        }
+    }
+}

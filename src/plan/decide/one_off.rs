@@ -1,0 +1,133 @@
+//! One-off jobs of the inventory: run at most once per fingerprint, again only when asked.
+
+use crate::plan::Action;
+use crate::plan::PlannedAction;
+use crate::plan::WriteVerb;
+use crate::plan::decide::{Desired, ticked};
+use crate::plan::immutable;
+use crate::plan::live::Live;
+use crate::render::inventory::{JobRecord, Outcome};
+use crate::render::read_back;
+
+impl Desired<'_> {
+    /// How the last run with the desired fingerprint ended; a live Job's conditions tell what the record may not.
+    fn last_run(&self, record: &JobRecord, live: Option<&Live>) -> Option<Outcome> {
+        let fingerprint = &self.rendered.fingerprint;
+        let run = record
+            .runs
+            .iter()
+            .rev()
+            .find(|run| run.fingerprint == *fingerprint);
+        let live_outcome = live
+            .filter(|live| {
+                live.fingerprint.as_deref().unwrap_or(&record.fingerprint) == fingerprint.as_str()
+            })
+            .and_then(|live| live.finished);
+        match (run, live_outcome) {
+            (Some(run), Some(outcome)) if run.outcome == Outcome::Unknown => Some(outcome),
+            (Some(run), _) => Some(run.outcome),
+            (None, Some(outcome)) => Some(outcome),
+            (None, None) if record.fingerprint == *fingerprint => Some(Outcome::Unknown),
+            (None, None) => None,
+        }
+    }
+
+    pub(super) fn one_off(&self, record: &JobRecord, live: Option<&Live>) -> PlannedAction {
+        let last = self.last_run(record, live);
+        let requested = self.requested_rerun(last);
+        let Some(live) = live else {
+            return match (requested, last) {
+                (Some(reason), _) => self.rerun(reason),
+                (None, Some(outcome)) => self.done(outcome),
+                (None, None) => {
+                    let reason = if record.desired_hash == self.rendered.desired_hash {
+                        "triggers changed since the last run"
+                    } else {
+                        "definition changed since the last run"
+                    };
+                    self.rerun(reason.to_owned())
+                }
+            };
+        };
+        let live_fingerprint = live.fingerprint.as_deref().unwrap_or(&record.fingerprint);
+        let ran = record
+            .runs
+            .iter()
+            .any(|run| run.fingerprint == self.rendered.fingerprint);
+        if requested.is_none()
+            && live_fingerprint != self.rendered.fingerprint
+            && ran
+            && let Some(outcome) = last
+        {
+            // Back to a definition that already ran: at most one run per fingerprint; the live Job of the other
+            // definition is left to finish and be cleaned up.
+            return self.done(outcome);
+        }
+        if requested.is_none() && live_fingerprint == self.rendered.fingerprint {
+            let reason = match live.finished {
+                None => "the Job of this definition is running",
+                Some(outcome) => run_reason(Some(outcome)),
+            };
+            let mut action = self.row(Action::Unchanged, reason);
+            if last == Some(Outcome::Failed) {
+                action.hint = Some(self.retry_hint());
+            }
+            return action;
+        }
+        let changes = live
+            .workload
+            .as_ref()
+            .and_then(|workload| read_back(workload, self.context).ok())
+            .map(|back| self.changes(&back.job))
+            .unwrap_or_default();
+        let reason = requested.unwrap_or_else(|| {
+            if changes.is_empty() {
+                "triggers changed".to_owned()
+            } else if changes.iter().any(|change| change.immutable.is_some()) {
+                format!(
+                    "{} changed (immutable: {})",
+                    ticked(&changes),
+                    immutable::JOB_TEMPLATE
+                )
+            } else {
+                format!("{} changed", ticked(&changes))
+            }
+        });
+        let mut action = self.row(Action::Replace, reason);
+        action.changes = changes;
+        action.records_run = true;
+        self.replace_object(&mut action, live);
+        action
+    }
+
+    fn retry_hint(&self) -> String {
+        format!(
+            "run it again with `--retry-failed` or `--replace {}`",
+            self.name()
+        )
+    }
+
+    fn rerun(&self, reason: String) -> PlannedAction {
+        let mut action = self.row(Action::Rerun, reason);
+        action.records_run = true;
+        self.writes(&mut action, WriteVerb::Create);
+        action
+    }
+
+    fn done(&self, outcome: Outcome) -> PlannedAction {
+        let mut action = self.row(Action::Done { outcome }, run_reason(Some(outcome)));
+        if outcome == Outcome::Failed {
+            action.hint = Some(self.retry_hint());
+        }
+        action
+    }
+}
+
+/// What the run record says, for humans.
+fn run_reason(outcome: Option<Outcome>) -> &'static str {
+    match outcome {
+        Some(Outcome::Succeeded) => "ran with this definition: succeeded",
+        Some(Outcome::Failed) => "ran with this definition: failed",
+        Some(Outcome::Unknown) | None => "ran with this definition: outcome unknown",
+    }
+}

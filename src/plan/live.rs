@@ -1,0 +1,257 @@
+//! The live state: what one LIST per kind returned, indexed by object name, with each object's ownership.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::plan::{ObjectKind, ObjectRef};
+use crate::render::inventory::Outcome;
+use crate::render::{LiveObject, Membership, labels};
+
+/// The live objects of the tool's namespace, as listed (one LIST per kind). Objects without the jobs framework's
+/// managed-by label may be included (they are never touched, only detected as name clashes).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LiveState {
+    pub jobs: Vec<KubeJob>,
+    pub cron_jobs: Vec<CronJob>,
+    pub deployments: Vec<Deployment>,
+    pub services: Vec<Service>,
+}
+
+impl LiveState {
+    /// Sorts listed JSON objects (Jobs, CronJobs, Deployments, Services, in any order) into a live state.
+    pub fn from_json(objects: Vec<serde_json::Value>) -> Result<Self, serde_json::Error> {
+        let mut state = Self::default();
+        for value in objects {
+            match value.get("kind").and_then(serde_json::Value::as_str) {
+                Some("Job") => state.jobs.push(serde_json::from_value(value)?),
+                Some("CronJob") => state.cron_jobs.push(serde_json::from_value(value)?),
+                Some("Deployment") => state.deployments.push(serde_json::from_value(value)?),
+                Some("Service") => state.services.push(serde_json::from_value(value)?),
+                _ => {}
+            }
+        }
+        Ok(state)
+    }
+}
+
+/// Who an object belongs to, from its labels alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// No jobs-framework managed-by label: not ours, never touched.
+    Foreign,
+    /// A jobs-framework object labelled as a member of another inventory.
+    OtherInventory,
+    /// A jobs-framework object of our inventory, or without inventory labels (upstream's, `run`'s).
+    Framework,
+}
+
+/// One live object with what the plan needs to know about it.
+#[derive(Debug, Clone)]
+pub(crate) struct Live {
+    pub(crate) reference: ObjectRef,
+    pub(crate) owner: Owner,
+    /// The other inventory's name, for messages.
+    pub(crate) other_inventory: Option<String>,
+    /// Labelled as a member of our inventory.
+    pub(crate) member: bool,
+    /// Our desired-hash annotation.
+    pub(crate) desired_hash: Option<String>,
+    pub(crate) fingerprint: Option<String>,
+    /// The workload, for read-back (`None` for Services).
+    pub(crate) workload: Option<LiveObject>,
+    /// A finished Job's outcome, from its conditions.
+    pub(crate) finished: Option<Outcome>,
+}
+
+/// Every live object, by name then kind.
+pub(crate) type Index = BTreeMap<String, BTreeMap<ObjectKind, Live>>;
+
+/// Indexes `state`; Jobs spawned by a CronJob are not jobs of their own and are left out.
+pub(crate) fn index(state: &LiveState, membership: &Membership) -> Index {
+    let mut index = Index::new();
+    let mut add = |kind, metadata: &ObjectMeta, workload: Option<LiveObject>, finished| {
+        let Some(name) = metadata.name.clone() else {
+            return;
+        };
+        let labels = metadata.labels.clone().unwrap_or_default();
+        let annotations = metadata.annotations.clone().unwrap_or_default();
+        let framework =
+            labels.get(labels::MANAGED_BY).map(String::as_str) == Some(labels::MANAGED_BY_VALUE);
+        let inventory = labels.get(labels::INVENTORY);
+        let part_of = labels.get(labels::APPLYSET_PART_OF);
+        let other = inventory.is_some_and(|set| *set != membership.set_name)
+            || part_of.is_some_and(|id| *id != membership.applyset_id);
+        let owner = match (framework, other) {
+            (false, _) => Owner::Foreign,
+            (true, true) => Owner::OtherInventory,
+            (true, false) => Owner::Framework,
+        };
+        let live = Live {
+            reference: ObjectRef {
+                kind,
+                name: name.clone(),
+                uid: metadata.uid.clone(),
+            },
+            owner,
+            other_inventory: inventory.or(part_of).cloned(),
+            member: framework && !other && inventory.is_some(),
+            desired_hash: annotations.get(labels::DESIRED_HASH).cloned(),
+            fingerprint: annotations.get(labels::FINGERPRINT).cloned(),
+            workload,
+            finished,
+        };
+        index.entry(name).or_default().insert(kind, live);
+    };
+    for job in &state.jobs {
+        let spawned = job
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|owner| owner.kind == "CronJob");
+        if !spawned {
+            add(
+                ObjectKind::Job,
+                &job.metadata,
+                Some(LiveObject::Job(job.clone())),
+                job_outcome(job),
+            );
+        }
+    }
+    for cron_job in &state.cron_jobs {
+        add(
+            ObjectKind::CronJob,
+            &cron_job.metadata,
+            Some(LiveObject::CronJob(cron_job.clone())),
+            None,
+        );
+    }
+    for deployment in &state.deployments {
+        add(
+            ObjectKind::Deployment,
+            &deployment.metadata,
+            Some(LiveObject::Deployment(deployment.clone())),
+            None,
+        );
+    }
+    for service in &state.services {
+        add(ObjectKind::Service, &service.metadata, None, None);
+    }
+    index
+}
+
+/// `Complete`/`SuccessCriteriaMet` → succeeded, `Failed`/`FailureTarget` → failed, else still running (`None`).
+fn job_outcome(job: &KubeJob) -> Option<Outcome> {
+    let conditions = job.status.as_ref()?.conditions.as_ref()?;
+    let holds = |types: &[&str]| {
+        conditions.iter().any(|condition| {
+            condition.status == "True" && types.contains(&condition.type_.as_str())
+        })
+    };
+    if holds(&["Failed", "FailureTarget"]) {
+        Some(Outcome::Failed)
+    } else if holds(&["Complete", "SuccessCriteriaMet"]) {
+        Some(Outcome::Succeeded)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(value: serde_json::Value) -> KubeJob {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn a_jobs_conditions_say_how_it_ended() {
+        let cases = [
+            (serde_json::json!([]), None),
+            (
+                serde_json::json!([{"type": "Complete", "status": "True"}]),
+                Some(Outcome::Succeeded),
+            ),
+            (
+                serde_json::json!([{"type": "SuccessCriteriaMet", "status": "True"}]),
+                Some(Outcome::Succeeded),
+            ),
+            (
+                serde_json::json!([{"type": "Failed", "status": "True"}]),
+                Some(Outcome::Failed),
+            ),
+            (
+                serde_json::json!([{"type": "FailureTarget", "status": "True"}]),
+                Some(Outcome::Failed),
+            ),
+            (
+                serde_json::json!([{"type": "Complete", "status": "False"}]),
+                None,
+            ),
+            (
+                serde_json::json!([{"type": "Suspended", "status": "True"}]),
+                None,
+            ),
+        ];
+        for (conditions, expected) in cases {
+            let value = job(serde_json::json!({"status": {"conditions": conditions}}));
+            assert_eq!(job_outcome(&value), expected, "{conditions}");
+        }
+    }
+
+    #[test]
+    fn ownership_comes_from_the_labels() {
+        let membership = Membership {
+            set_name: "toolforge-jobs".to_owned(),
+            applyset_id: "applyset-ours-v1".to_owned(),
+        };
+        let object = |labels: serde_json::Value| {
+            job(serde_json::json!({"metadata": {"name": "x", "labels": labels}}))
+        };
+        let cases = [
+            (serde_json::json!({}), Owner::Foreign, false),
+            (
+                serde_json::json!({"app.kubernetes.io/managed-by": "someone"}),
+                Owner::Foreign,
+                false,
+            ),
+            (
+                serde_json::json!({"app.kubernetes.io/managed-by": "toolforge-jobs-framework"}),
+                Owner::Framework,
+                false,
+            ),
+            (
+                serde_json::json!({"app.kubernetes.io/managed-by": "toolforge-jobs-framework",
+                    "jobs.toolforge.org/inventory": "toolforge-jobs", "applyset.kubernetes.io/part-of": "applyset-ours-v1"}),
+                Owner::Framework,
+                true,
+            ),
+            (
+                serde_json::json!({"app.kubernetes.io/managed-by": "toolforge-jobs-framework",
+                    "jobs.toolforge.org/inventory": "other"}),
+                Owner::OtherInventory,
+                false,
+            ),
+            (
+                serde_json::json!({"app.kubernetes.io/managed-by": "toolforge-jobs-framework",
+                    "applyset.kubernetes.io/part-of": "applyset-theirs-v1"}),
+                Owner::OtherInventory,
+                false,
+            ),
+        ];
+        for (labels, owner, member) in cases {
+            let state = LiveState {
+                jobs: vec![object(labels.clone())],
+                ..LiveState::default()
+            };
+            let index = index(&state, &membership);
+            let live = &index["x"][&ObjectKind::Job];
+            assert_eq!((live.owner, live.member), (owner, member), "{labels}");
+        }
+    }
+}

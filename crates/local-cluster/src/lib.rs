@@ -26,6 +26,7 @@ mod faults;
 mod gc;
 mod job;
 mod kubelet;
+mod logs;
 mod meta;
 mod ops;
 mod patch;

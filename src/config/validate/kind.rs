@@ -180,11 +180,7 @@ fn parse_schedule(
 
 /// Maps a byte range inside a scalar's value to the file, when the scalar's source text is the value itself
 /// (plain, or quoted without escapes).
-fn scalar_text_range(
-    node: &Node,
-    text: &str,
-    range: Range<usize>,
-) -> Option<Range<usize>> {
+fn scalar_text_range(node: &Node, text: &str, range: Range<usize>) -> Option<Range<usize>> {
     let start = node.span.start.offset
         + match node.style {
             Style::Plain => 0,
@@ -199,11 +195,7 @@ fn scalar_text_range(
 }
 
 /// Keys that only some kinds accept.
-fn check_keys_for_kind(
-    fields: &Fields<'_>,
-    kind: &JobKind,
-    problems: &mut Vec<Problem>,
-) {
+fn check_keys_for_kind(fields: &Fields<'_>, kind: &JobKind, problems: &mut Vec<Problem>) {
     let long_running = matches!(kind, JobKind::Continuous(_) | JobKind::Webservice(_));
     let rules: [(Key, bool, &str); 9] = [
         (Key::Port, long_running, "continuous jobs"),

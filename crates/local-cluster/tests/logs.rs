@@ -461,6 +461,15 @@ async fn kubectl_logs_resolves_a_job_to_its_pod_and_tails_a_pod() {
         kubectl.ok(&["logs", &name, "-c", "job", "--tail=2"]).await,
         "beta\ngamma\n"
     );
+    assert_eq!(
+        kubectl.ok(&["logs", "-f", &name]).await,
+        "alpha\nbeta\ngamma\n",
+        "follow ends with the finished container"
+    );
+    let stamped = kubectl
+        .ok(&["logs", &name, "--timestamps", "--tail=1"])
+        .await;
+    assert!(stamped.ends_with("Z gamma\n"), "{stamped}");
     let (success, _, stderr) = kubectl.run(&["logs", &name, "--previous"]).await;
     assert!(!success);
     assert!(

@@ -432,7 +432,7 @@ async fn kubectl_logs_resolves_a_job_to_its_pod_and_tails_a_pod() {
     let (cluster, client) = start(
         Script::new(Outcome::Succeed { after: 20 * MS })
             .output("busybox", "alpha\nbeta\ngamma\n")
-            .image("slow", Outcome::RunForever)
+            .image("nope:1", Outcome::ImagePullError)
             .start_delay(10 * MS),
     )
     .await;
@@ -476,6 +476,19 @@ async fn kubectl_logs_resolves_a_job_to_its_pod_and_tails_a_pod() {
         stderr.contains(&format!(
             "previous terminated container \"job\" in pod \"{name}\" not found"
         )),
+        "{stderr}"
+    );
+    pods.create(
+        &PostParams::default(),
+        &pod("pull", "Never", &one("nope:1")),
+    )
+    .await
+    .expect("pod created");
+    in_state(&pods, "pull", "waiting", "ImagePullBackOff", 0).await;
+    let (success, _, stderr) = kubectl.run(&["logs", "pull"]).await;
+    assert!(!success);
+    assert!(
+        stderr.contains("Error from server (BadRequest): container \"job\" in pod \"pull\" is waiting to start: trying and failing to pull image"),
         "{stderr}"
     );
     let (success, _, stderr) = kubectl.run(&["logs", "missing"]).await;

@@ -93,6 +93,25 @@ impl Reconciler for ScriptedKubelet {
             &self.script,
             &meta::now(),
         );
+        let outcome = self.script.outcome(&pod);
+        let created = run.is_some_and(|r| matches!(r.stage, Stage::Creating | Stage::BackingOff))
+            && next != Some(Next::Keep)
+            && !meta::is_deleting(&pod)
+            && !is_terminal(&pod)
+            && *outcome != Outcome::ImagePullError;
+        if let Some(restarts) = run.filter(|_| created).map(|r| r.restarts) {
+            // A new instance of the containers: what they print is there before the status says they run.
+            store.logs(|logs| {
+                for (container, image) in pod_status::containers(&pod) {
+                    let text = if *outcome == Outcome::CannotStart {
+                        ""
+                    } else {
+                        self.script.output_for(&image, restarts)
+                    };
+                    logs.start(&key.namespace, &key.name, &container, text);
+                }
+            });
+        }
         match next {
             Some(Next::Keep) => {}
             Some(Next::Enter(stage, restarts)) => {
@@ -133,13 +152,19 @@ fn waiting(reason: &str, message: &str) -> Value {
     }
 }
 
-/// The previous run's state, as `lastState` shows it after a restart.
+/// The previous run's state, as `lastState` shows it after a restart: the run that just ended, or, once the
+/// container waits or runs again, the `lastState` already shown.
 fn previous(pod: &Value) -> Value {
-    meta::at(pod, &["status", "containerStatuses"])
+    let status = meta::at(pod, &["status", "containerStatuses"])
         .and_then(Value::as_array)
-        .and_then(|l| l.first())
-        .and_then(|c| c.get("state"))
-        .filter(|s| s.get("terminated").is_some())
+        .and_then(|l| l.first());
+    let terminated = |key: &str| {
+        status
+            .and_then(|c| c.get(key))
+            .filter(|s| s.get("terminated").is_some())
+    };
+    terminated("state")
+        .or_else(|| terminated("lastState"))
         .cloned()
         .unwrap_or_else(|| json!({}))
 }

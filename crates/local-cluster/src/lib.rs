@@ -5,7 +5,8 @@
 //! resourceVersion, the registry operations (`ops`, `apply`, `delete`) with their validation and defaulting,
 //! watches, and the garbage collector (`gc`). Part 2 adds controllers on a small reconciler framework
 //! (`controller`): Job, TTL-after-finished, CronJob, ReplicaSet and Deployment controllers and a scripted kubelet,
-//! opted into with [`Options::controllers`]. `docs/local-cluster.md` lists what is served and the known
+//! opted into with [`Options::controllers`]; what the scripted containers print ([`Script::output`]) is served by
+//! `pods/{name}/log` (module `logs` and `api::log`). `docs/local-cluster.md` lists what is served and the known
 //! divergences.
 //!
 //! Start with [`LocalCluster::start`] (tests) or [`serve`] (the `local-cluster` command).
@@ -26,6 +27,7 @@ mod faults;
 mod gc;
 mod job;
 mod kubelet;
+mod logs;
 mod meta;
 mod ops;
 mod patch;

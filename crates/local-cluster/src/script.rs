@@ -51,6 +51,8 @@ pub enum Outcome {
 pub struct Script {
     default: Outcome,
     rules: Vec<(Match, Outcome)>,
+    /// What containers print per run, by image ("" for every other image).
+    outputs: Vec<(String, Vec<String>)>,
     pub(crate) start_delay: Duration,
     pub(crate) restart_backoff: Duration,
 }
@@ -69,6 +71,7 @@ impl Script {
         Script {
             default,
             rules: Vec::new(),
+            outputs: Vec::new(),
             start_delay: Duration::from_millis(10),
             restart_backoff: Duration::from_secs(10),
         }
@@ -97,6 +100,25 @@ impl Script {
         self
     }
 
+    /// Containers of this image (exactly as written in the pod; `""` for any image without its own output)
+    /// print `text` each time they start, served by `pods/{name}/log`. Without output, containers print nothing.
+    #[must_use]
+    pub fn output(self, image: &str, text: &str) -> Self {
+        self.output_per_run(image, &[text])
+    }
+
+    /// Like [`Script::output`], with one text per run: the first start prints `runs[0]`, the first restart
+    /// `runs[1]`, and so on; the last text repeats for later runs.
+    #[must_use]
+    pub fn output_per_run(mut self, image: &str, runs: &[&str]) -> Self {
+        self.outputs.retain(|(i, _)| i != image);
+        self.outputs.push((
+            image.to_owned(),
+            runs.iter().map(|&r| r.to_owned()).collect(),
+        ));
+        self
+    }
+
     /// How long containers stay `ContainerCreating` (a slow start is a long delay).
     #[must_use]
     pub fn start_delay(mut self, delay: Duration) -> Self {
@@ -109,6 +131,20 @@ impl Script {
     pub fn restart_backoff(mut self, backoff: Duration) -> Self {
         self.restart_backoff = backoff;
         self
+    }
+
+    /// What a container of `image` prints when it starts after `restarts` restarts.
+    pub(crate) fn output_for(&self, image: &str, restarts: u32) -> &str {
+        let runs = self
+            .outputs
+            .iter()
+            .find(|(i, _)| i == image)
+            .or_else(|| self.outputs.iter().find(|(i, _)| i.is_empty()))
+            .map_or(&[][..], |(_, runs)| runs.as_slice());
+        let index = usize::try_from(restarts)
+            .unwrap_or(usize::MAX)
+            .min(runs.len().saturating_sub(1));
+        runs.get(index).map_or("", String::as_str)
     }
 
     /// The outcome for a pod: the first matching rule, else the default.
@@ -162,6 +198,18 @@ mod tests {
 
     fn pod(image: &str) -> Value {
         json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "main", "image": image}]}})
+    }
+
+    #[test]
+    fn output_is_chosen_by_image_then_default_per_run() {
+        let script = Script::new(Outcome::RunForever)
+            .output("", "any\n")
+            .output_per_run("busybox", &["first\n", "again\n"]);
+        assert_eq!(script.output_for("busybox", 0), "first\n");
+        assert_eq!(script.output_for("busybox", 1), "again\n");
+        assert_eq!(script.output_for("busybox", 7), "again\n");
+        assert_eq!(script.output_for("other", 0), "any\n");
+        assert_eq!(Script::new(Outcome::RunForever).output_for("x", 0), "");
     }
 
     #[test]

@@ -147,6 +147,19 @@ impl ApiError {
         error
     }
 
+    /// 422 Invalid about the options of `pods/{name}/log`, as the API server words it.
+    pub(crate) fn invalid_log_options(name: &str, errors: &[FieldError]) -> Self {
+        let mut error = Self::new(
+            422,
+            "Invalid",
+            format!("PodLogOptions \"{name}\" is invalid: {}", aggregate(errors)),
+        );
+        error.details.insert("name".into(), json!(name));
+        error.details.insert("kind".into(), json!("PodLogOptions"));
+        error.details.insert("causes".into(), causes(errors));
+        error
+    }
+
     /// 400 BadRequest.
     #[must_use]
     pub fn bad_request(message: impl Into<String>) -> Self {

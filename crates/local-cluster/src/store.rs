@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde_json::Value;
 use tokio::sync::{Notify, broadcast};
 
+use crate::logs::Logs;
 use crate::meta;
 use crate::resources::ResourceType;
 use crate::status::ApiError;
@@ -93,6 +94,8 @@ pub(crate) struct Inner {
     /// Server-side apply: the last configuration each field manager applied, per object.
     pub(crate) applied: HashMap<(ObjectKey, String), Value>,
     pending: Vec<Arc<Change>>,
+    /// What pods' containers printed; dropped with the pod.
+    pub(crate) logs: Logs,
 }
 
 impl Inner {
@@ -194,6 +197,9 @@ impl Inner {
     ) -> Option<Value> {
         let stored = self.objects.remove(key)?;
         self.applied.retain(|(k, _), _| k != key);
+        if resource.plural == "pods" && resource.group.is_empty() {
+            self.logs.remove_pod(&key.namespace, &key.name);
+        }
         let rv = self.next_version();
         let mut object = last.unwrap_or_else(|| stored.clone());
         meta::set_at(
@@ -270,6 +276,7 @@ impl Store {
                 compacted: 1,
                 applied: HashMap::new(),
                 pending: Vec::new(),
+                logs: Logs::default(),
             })),
             changes,
             dirty: Arc::new(Notify::new()),
@@ -299,6 +306,11 @@ impl Store {
             self.dirty.notify_one();
         }
         result
+    }
+
+    /// Reads or writes the container logs under the lock.
+    pub(crate) fn logs<T>(&self, f: impl FnOnce(&mut Logs) -> T) -> T {
+        f(&mut self.lock().logs)
     }
 
     /// Runs a read under the lock.

@@ -3,6 +3,7 @@
 //! [`crate::store`].
 
 mod discovery;
+mod log;
 mod negotiate;
 mod openapi;
 mod pages;

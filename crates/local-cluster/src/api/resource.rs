@@ -32,6 +32,10 @@ pub(crate) async fn handle(
         return ApiError::path_not_found().into_response();
     };
     let query = Query::parse(uri.query());
+    if super::log::addressed(&target) {
+        return super::log::serve(&state, &method, &target, &query)
+            .unwrap_or_else(IntoResponse::into_response);
+    }
     dispatch(&state, &method, &target, &query, &headers, &body)
         .unwrap_or_else(IntoResponse::into_response)
 }

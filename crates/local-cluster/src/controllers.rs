@@ -9,7 +9,7 @@ use crate::controller;
 use crate::cronjob::CronJobController;
 use crate::deployment::DeploymentController;
 use crate::job::{Backoff, JobController};
-use crate::kubelet::ScriptedKubelet;
+use crate::kubelet::{ProcessKubelet, ScriptedKubelet};
 use crate::replicaset::ReplicaSetController;
 use crate::script::Kubelet;
 use crate::store::Store;
@@ -52,6 +52,9 @@ pub(crate) fn start(controllers: &Controllers, store: &Store, shutdown: &Cancell
     match &controllers.kubelet {
         Some(Kubelet::Scripted(script)) => {
             controller::spawn(ScriptedKubelet::new(script.clone()), store, shutdown);
+        }
+        Some(Kubelet::Process(options)) => {
+            controller::spawn(ProcessKubelet::new(options.clone()), store, shutdown);
         }
         None => {}
     }

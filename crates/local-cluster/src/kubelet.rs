@@ -1,8 +1,8 @@
-//! The kubelet of the local cluster's single node. Today it has one mode, `Kubelet::Scripted`: containers run
+//! The kubelet of the local cluster's single node. In its first mode, `Kubelet::Scripted`, containers run
 //! nothing and follow an [`Outcome`] chosen per pod by a [`Script`], KWOK-style (reference §4) — every step is
 //! a status write through the API plus the kubelet's Events, so watchers see what a real node shows: binding,
 //! `ContainerCreating`, running, terminated with the right reason and exit code, crash-loop and image-pull
-//! back-offs, and graceful deletion. Running real processes is a second mode to come behind the same enum.
+//! back-offs, and graceful deletion. `Kubelet::Process` ([`process`]) runs real processes through the same steps.
 //! What a script says lives in [`crate::script`]; this module plays it.
 
 use std::collections::HashMap;
@@ -20,6 +20,9 @@ use crate::pod_status::{self, PodView};
 use crate::recorder::Event;
 use crate::script::{Outcome, Script, crash_backoff, run_length};
 use crate::store::{Change, ObjectKey, Store};
+
+mod process;
+pub(crate) use process::ProcessKubelet;
 
 /// Where a pod's containers are in their script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -433,7 +436,7 @@ fn started_elsewhere(pod: &Value) -> bool {
 
 /// Stops a deleted pod's containers (they honour SIGTERM at once: exit 143) and writes the terminal status,
 /// after which the pod goes away unless finalizers hold it.
-fn terminate(pod: &Value, restarts: u32, now: &str) -> Action {
+fn terminate(pod: &Value, restarts: u32, now: &str, exit_code: i32) -> Action {
     let mut step = Step {
         pod,
         script: &Script::new(Outcome::RunForever),
@@ -447,7 +450,7 @@ fn terminate(pod: &Value, restarts: u32, now: &str) -> Action {
             "message": "The container could not be located when the pod was terminated",
             "startedAt": null, "finishedAt": now}})
     } else {
-        json!({"terminated": {"exitCode": 143, "reason": "Error", "startedAt": running, "finishedAt": now}})
+        json!({"terminated": {"exitCode": exit_code, "reason": "Error", "startedAt": running, "finishedAt": now}})
     };
     step.write("Failed", state, step.last_state(), restarts, false);
     if !running.is_null() {
@@ -466,6 +469,30 @@ fn terminate(pod: &Value, restarts: u32, now: &str) -> Action {
     step.action
 }
 
+/// The scheduler's part: binds an unbound pod to the only node.
+fn bind(pod: &Value) -> Action {
+    let mut action = Action::default();
+    let mut bound = pod.clone();
+    meta::set_at(&mut bound, &["spec", "nodeName"], json!(NODE));
+    action
+        .effects
+        .push(Effect::Replace(pods(), Part::Main, bound));
+    action.effects.push(Effect::Event(Event::about(
+        pods(),
+        pod,
+        None,
+        "Normal",
+        "Scheduled",
+        format!(
+            "Successfully assigned {}/{} to {NODE}",
+            meta::namespace(pod),
+            meta::name(pod)
+        ),
+        "default-scheduler",
+    )));
+    action
+}
+
 /// The decision for one pod: `run` is the kubelet's memory of it and the time spent in that stage.
 fn step(
     pod: &Value,
@@ -473,35 +500,16 @@ fn step(
     script: &Script,
     now: &str,
 ) -> (Action, Option<Next>) {
-    let mut action = Action::default();
+    let action = Action::default();
     if meta::str_at(pod, &["spec", "nodeName"]).is_none_or(str::is_empty) {
-        // The scheduler's part: bind to the only node.
-        let mut bound = pod.clone();
-        meta::set_at(&mut bound, &["spec", "nodeName"], json!(NODE));
-        action
-            .effects
-            .push(Effect::Replace(pods(), Part::Main, bound));
-        action.effects.push(Effect::Event(Event::about(
-            pods(),
-            pod,
-            None,
-            "Normal",
-            "Scheduled",
-            format!(
-                "Successfully assigned {}/{} to {NODE}",
-                meta::namespace(pod),
-                meta::name(pod)
-            ),
-            "default-scheduler",
-        )));
-        return (action, None);
+        return (bind(pod), None);
     }
     if is_terminal(pod) {
         return (action, None);
     }
     let restarts = run.map_or(0, |(r, _)| r.restarts);
     if meta::is_deleting(pod) {
-        return (terminate(pod, restarts, now), None);
+        return (terminate(pod, restarts, now, 143), None);
     }
     let outcome = script.outcome(pod);
     let mut step = Step {

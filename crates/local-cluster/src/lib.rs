@@ -53,7 +53,7 @@ pub use cluster::{
 pub use controllers::Controllers;
 pub use faults::Fault;
 pub use resources::{Propagation, RESOURCES, ResourceType, by_kind, find};
-pub use script::{Kubelet, Outcome, Script};
+pub use script::{Kubelet, Outcome, ProcessOptions, Script};
 pub use selector::{FieldSelector, LabelSelector};
 pub use status::{ApiError, FieldError, FieldErrorKind};
 pub use store::{Change, EventType, Store};

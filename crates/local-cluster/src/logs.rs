@@ -66,6 +66,18 @@ impl Logs {
         }
     }
 
+    /// The latest instance of `container` printed `text` (a process kubelet's output as it arrives).
+    pub(crate) fn append(&mut self, namespace: &str, pod: &str, container: &str, text: &str) {
+        let latest = self
+            .pods
+            .get_mut(&(namespace.to_owned(), pod.to_owned()))
+            .and_then(|c| c.get_mut(container))
+            .and_then(|i| i.runs.last_mut());
+        if let Some(lines) = latest {
+            lines.extend(split_lines(text, jiff::Timestamp::now()));
+        }
+    }
+
     /// The instances of one container, if it ever started.
     pub(crate) fn container(
         &self,

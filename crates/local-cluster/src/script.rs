@@ -1,6 +1,7 @@
 //! What the scripted kubelet makes of pods ([`Script`], [`Outcome`]) and which kubelet a node runs
 //! ([`Kubelet`]): plain data chosen by tests; [`crate::kubelet`] plays it.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -13,6 +14,27 @@ use crate::pod_status;
 pub enum Kubelet {
     /// Containers follow a script instead of running (tests).
     Scripted(Script),
+    /// Each pod's (single) container runs as a local process of the current user.
+    Process(ProcessOptions),
+}
+
+/// How the process kubelet ([`Kubelet::Process`]) runs containers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessOptions {
+    /// The tool's home, given to processes as `HOME` and `TOOL_DATA_DIR`; `None` uses the container's
+    /// `workingDir` (or the cluster's current directory without one).
+    pub tool_data_dir: Option<PathBuf>,
+    /// The first crash-loop back-off; it doubles per restart up to 30 times this (10 s → 300 s).
+    pub restart_backoff: Duration,
+}
+
+impl Default for ProcessOptions {
+    fn default() -> Self {
+        ProcessOptions {
+            tool_data_dir: None,
+            restart_backoff: Duration::from_secs(10),
+        }
+    }
 }
 
 /// What the containers of a scripted pod do.

@@ -1,0 +1,430 @@
+//! `Kubelet::Process`: each pod's single container runs as a local process of the current user — `command` and
+//! `args` exec'd directly, the container's env plus `HOME`, `TOOL_DATA_DIR` and `PORT`, in its `workingDir`
+//! (created if missing). Output is appended to the log store as it arrives; the real exit code becomes the
+//! terminated state; restarts follow the scripted kubelet's crash-loop back-off; a deleted pod's process gets
+//! SIGTERM, then SIGKILL after the grace period. Probes and images are not looked at.
+//! The status writes and Events are the scripted kubelet's ([`Step`]).
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use super::{Next, Stage, Step, bind, is_terminal, started_at, started_elsewhere, terminate};
+use crate::controller::{Action, Key, Reconciler, pods};
+use crate::meta;
+use crate::script::{Outcome, ProcessOptions, Script, crash_backoff};
+use crate::store::{Change, ObjectKey, Store};
+
+/// How often a running process is checked for its end.
+const POLL: Duration = Duration::from_millis(25);
+/// How long output still in the pipes is awaited once the process exited (a background child may hold them).
+const DRAIN: Duration = Duration::from_millis(500);
+
+/// A started process.
+#[derive(Debug)]
+struct Running {
+    child: Child,
+    readers: Vec<JoinHandle<()>>,
+    /// When the process was seen to exit, and how.
+    exited: Option<(Instant, ExitStatus)>,
+    /// When SIGTERM was sent and when SIGKILL follows.
+    kill_at: Option<Instant>,
+}
+
+/// Where a pod is.
+#[derive(Debug)]
+enum State {
+    /// Waiting to start (first start, or after a crash-loop back-off) at `at`.
+    Waiting {
+        at: Instant,
+    },
+    Running(Box<Running>),
+}
+
+#[derive(Debug)]
+struct Run {
+    uid: String,
+    restarts: u32,
+    state: State,
+}
+
+/// The process kubelet's reconciler; its keys are pods.
+#[derive(Debug)]
+pub(crate) struct ProcessKubelet {
+    options: ProcessOptions,
+    /// Timings for [`Step`] (start at once, back off from `restart_backoff`).
+    script: Script,
+    runs: HashMap<Key, Run>,
+}
+
+impl ProcessKubelet {
+    pub(crate) fn new(options: ProcessOptions) -> Self {
+        let script = Script::new(Outcome::RunForever)
+            .start_delay(Duration::ZERO)
+            .restart_backoff(options.restart_backoff);
+        ProcessKubelet {
+            options,
+            script,
+            runs: HashMap::new(),
+        }
+    }
+}
+
+impl Drop for ProcessKubelet {
+    fn drop(&mut self) {
+        for run in self.runs.values_mut() {
+            if let State::Running(running) = &mut run.state {
+                let _ = running.child.kill();
+                let _ = running.child.wait();
+            }
+        }
+    }
+}
+
+fn kill_run(run: &mut Run) {
+    if let State::Running(running) = &mut run.state {
+        let _ = running.child.kill();
+        let _ = running.child.wait();
+    }
+}
+
+/// The exit code as a container runtime reports it: the code, or 128 + the signal.
+fn exit_code(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(255)
+}
+
+fn grace_period(pod: &Value) -> Duration {
+    let seconds = meta::at(pod, &["metadata", "deletionGracePeriodSeconds"])
+        .or_else(|| meta::at(pod, &["spec", "terminationGracePeriodSeconds"]))
+        .and_then(Value::as_u64)
+        .unwrap_or(30);
+    Duration::from_secs(seconds)
+}
+
+/// The first container of the pod.
+fn container(pod: &Value) -> Value {
+    meta::at(pod, &["spec", "containers"])
+        .and_then(Value::as_array)
+        .and_then(|l| l.first())
+        .cloned()
+        .unwrap_or_else(|| json!({}))
+}
+
+fn strings(container: &Value, field: &str) -> Vec<String> {
+    container
+        .get(field)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The command line, environment and directory of the container's process.
+fn command(container: &Value, options: &ProcessOptions) -> std::io::Result<Command> {
+    let mut argv = strings(container, "command");
+    argv.extend(strings(container, "args"));
+    let working_dir = container
+        .get("workingDir")
+        .and_then(Value::as_str)
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from);
+    let home = match (&options.tool_data_dir, &working_dir) {
+        (Some(home), _) => home.clone(),
+        (None, Some(dir)) => dir.clone(),
+        (None, None) => std::env::current_dir()?,
+    };
+    let dir = working_dir.unwrap_or_else(|| home.clone());
+    // As container runtimes do, a missing working directory is created.
+    std::fs::create_dir_all(&dir)?;
+    let mut argv = argv.into_iter();
+    let program = argv.next().unwrap_or_default();
+    let mut command = Command::new(program);
+    command.args(argv).current_dir(&dir).env_clear();
+    if let Some(path) = std::env::var_os("PATH") {
+        command.env("PATH", path);
+    }
+    command.env("HOME", &home).env("TOOL_DATA_DIR", &home);
+    let port = container
+        .get("ports")
+        .and_then(Value::as_array)
+        .and_then(|l| l.first())
+        .and_then(|p| p.get("containerPort"))
+        .and_then(Value::as_i64);
+    if let Some(port) = port {
+        command.env("PORT", port.to_string());
+    }
+    for var in container
+        .get("env")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(name) = var.get("name").and_then(Value::as_str) {
+            let value = var.get("value").and_then(Value::as_str).unwrap_or_default();
+            command.env(name, value);
+        }
+    }
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    Ok(command)
+}
+
+/// Appends what `pipe` prints to the container's latest log instance, line by line as it arrives.
+fn reader(
+    pipe: impl Read + Send + 'static,
+    store: &Store,
+    key: &Key,
+    name: &str,
+) -> JoinHandle<()> {
+    let (store, namespace, pod, name) = (
+        store.clone(),
+        key.namespace.clone(),
+        key.name.clone(),
+        name.to_owned(),
+    );
+    std::thread::spawn(move || {
+        let mut pipe = BufReader::new(pipe);
+        let mut line = Vec::new();
+        while pipe.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+            let text = String::from_utf8_lossy(&line);
+            store.logs(|logs| logs.append(&namespace, &pod, &name, &text));
+            line.clear();
+        }
+    })
+}
+
+/// Nothing to do now; look again after `after`.
+fn later(after: Duration) -> Action {
+    Action {
+        requeue_after: Some(after),
+        ..Action::default()
+    }
+}
+
+/// Sends SIGTERM to the process (with kill(1): the crate has no unsafe code for kill(2)).
+fn terminate_gracefully(child: &Child) {
+    let _ = Command::new("kill")
+        .args(["-s", "TERM", &child.id().to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+impl Reconciler for ProcessKubelet {
+    fn keys(&self, change: &Change) -> Vec<Key> {
+        if change.resource.is(pods()) {
+            vec![Key::of(&change.object)]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn all(&self, store: &Store) -> Vec<Key> {
+        store.list(pods()).iter().map(Key::of).collect()
+    }
+
+    fn reconcile(&mut self, key: &Key, store: &Store) -> Action {
+        let pod = store.read(|s| {
+            s.get(&ObjectKey::new(pods(), &key.namespace, &key.name))
+                .cloned()
+        });
+        let Some(pod) = pod else {
+            if let Some(mut run) = self.runs.remove(key) {
+                kill_run(&mut run);
+            }
+            return Action::default();
+        };
+        if meta::str_at(&pod, &["spec", "nodeName"]).is_none_or(str::is_empty) {
+            return bind(&pod);
+        }
+        let uid = meta::uid(&pod).to_owned();
+        if self.runs.get(key).is_some_and(|r| r.uid != uid)
+            && let Some(mut run) = self.runs.remove(key)
+        {
+            kill_run(&mut run);
+        }
+        let now = meta::now();
+        if is_terminal(&pod) {
+            if let Some(mut run) = self.runs.remove(key) {
+                kill_run(&mut run);
+            }
+            return Action::default();
+        }
+        let Some(mut run) = self.runs.remove(key) else {
+            let step = Step {
+                pod: &pod,
+                script: &self.script,
+                restarts: 0,
+                now: &now,
+                action: Action::default(),
+            };
+            if meta::is_deleting(&pod) {
+                return terminate(&pod, 0, &now, 143);
+            }
+            let (action, next) = if started_elsewhere(&pod) {
+                step.lost()
+            } else {
+                step.accept()
+            };
+            if let Some(Next::Enter(_, restarts)) = next {
+                let state = State::Waiting { at: Instant::now() };
+                self.runs.insert(
+                    key.clone(),
+                    Run {
+                        uid,
+                        restarts,
+                        state,
+                    },
+                );
+            }
+            return action;
+        };
+        let (action, keep) = self.advance(&mut run, &pod, key, store, &now);
+        if keep {
+            self.runs.insert(key.clone(), run);
+        }
+        action
+    }
+}
+
+impl ProcessKubelet {
+    /// One step of a known pod; whether to keep remembering it.
+    fn advance(
+        &self,
+        run: &mut Run,
+        pod: &Value,
+        key: &Key,
+        store: &Store,
+        now: &str,
+    ) -> (Action, bool) {
+        let step = Step {
+            pod,
+            script: &self.script,
+            restarts: run.restarts,
+            now,
+            action: Action::default(),
+        };
+        let deleting = meta::is_deleting(pod);
+        match &mut run.state {
+            State::Waiting { .. } if deleting => (terminate(pod, run.restarts, now, 143), false),
+            State::Waiting { at } => {
+                let length = if run.restarts == 0 {
+                    Duration::ZERO
+                } else {
+                    crash_backoff(&self.script, run.restarts)
+                };
+                let elapsed = Instant::now().saturating_duration_since(*at);
+                if elapsed < length {
+                    return (later(length.saturating_sub(elapsed)), true);
+                }
+                self.start(run, step, pod, key, store)
+            }
+            State::Running(running) => {
+                if running.exited.is_none() {
+                    match running.child.try_wait() {
+                        Ok(Some(status)) => running.exited = Some((Instant::now(), status)),
+                        Ok(None) => {}
+                        Err(_) => {
+                            let _ = running.child.kill();
+                            let status = running.child.wait().ok();
+                            running.exited = status.map(|s| (Instant::now(), s));
+                        }
+                    }
+                }
+                let Some((exited, status)) = running.exited else {
+                    if deleting {
+                        match running.kill_at {
+                            None => {
+                                terminate_gracefully(&running.child);
+                                running.kill_at = Some(Instant::now() + grace_period(pod));
+                            }
+                            Some(at) if Instant::now() >= at => {
+                                let _ = running.child.kill();
+                            }
+                            Some(_) => {}
+                        }
+                    }
+                    return (later(POLL), true);
+                };
+                // The rest of its output first, so the log is complete once the status says it ended.
+                let drained = running.readers.iter().all(JoinHandle::is_finished);
+                if !drained && Instant::now().saturating_duration_since(exited) < DRAIN {
+                    return (later(POLL), true);
+                }
+                let code = exit_code(status);
+                if deleting {
+                    return (terminate(pod, run.restarts, now, code), false);
+                }
+                let reason = if code == 0 { "Completed" } else { "Error" };
+                let terminated = json!({"terminated": {"exitCode": code, "reason": reason,
+                    "startedAt": started_at(pod), "finishedAt": now}});
+                let (action, next) = step.exited(terminated, code == 0);
+                remember(run, next);
+                (action, next.is_some())
+            }
+        }
+    }
+
+    /// Starts the container's process, or reports that it cannot run.
+    fn start(
+        &self,
+        run: &mut Run,
+        step: Step<'_>,
+        pod: &Value,
+        key: &Key,
+        store: &Store,
+    ) -> (Action, bool) {
+        let container = container(pod);
+        let name = container
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let child = command(&container, &self.options).and_then(|mut c| c.spawn());
+        let Ok(mut child) = child else {
+            let (action, next) = step.start(&Outcome::CannotStart);
+            remember(run, next);
+            return (action, next.is_some());
+        };
+        store.logs(|logs| logs.start(&key.namespace, &key.name, &name, ""));
+        let mut readers = Vec::new();
+        if let Some(out) = child.stdout.take() {
+            readers.push(reader(out, store, key, &name));
+        }
+        if let Some(err) = child.stderr.take() {
+            readers.push(reader(err, store, key, &name));
+        }
+        let (mut action, _) = step.start(&Outcome::RunForever);
+        action.requeue_after = Some(POLL);
+        run.state = State::Running(Box::new(Running {
+            child,
+            readers,
+            exited: None,
+            kill_at: None,
+        }));
+        (action, true)
+    }
+}
+
+/// What a [`Step`] decided, in this kubelet's terms.
+fn remember(run: &mut Run, next: Option<Next>) {
+    if let Some(Next::Enter(stage, restarts)) = next {
+        debug_assert!(matches!(stage, Stage::BackingOff | Stage::Creating));
+        run.restarts = restarts;
+        run.state = State::Waiting { at: Instant::now() };
+    }
+}

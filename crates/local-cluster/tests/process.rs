@@ -1,0 +1,274 @@
+//! `Kubelet::Process`: pods run as real local processes — exit codes, output in `pods/log` as it is printed,
+//! Jobs completing and failing, a missing executable, the environment, and deletion with SIGTERM then SIGKILL.
+
+use std::future::Future;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
+use serde_json::{Value, json};
+use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, ProcessOptions};
+
+const MS: Duration = Duration::from_millis(1);
+
+async fn start(tool_data_dir: Option<&Path>) -> (LocalCluster, kube::Client) {
+    let cluster = LocalCluster::start(Options {
+        controllers: Some(Controllers {
+            job_backoff_base: 20 * MS,
+            job_backoff_cap: 100 * MS,
+            kubelet: Some(Kubelet::Process(ProcessOptions {
+                tool_data_dir: tool_data_dir.map(Path::to_path_buf),
+                restart_backoff: 30 * MS,
+            })),
+        }),
+        ..Options::default()
+    })
+    .await
+    .expect("cluster starts");
+    let client = cluster.client().expect("client");
+    (cluster, client)
+}
+
+/// Polls `check` until it returns something, for at most 10 seconds.
+async fn eventually<T, F: Future<Output = Option<T>>>(
+    what: &str,
+    mut check: impl FnMut() -> F,
+) -> T {
+    for _ in 0..500 {
+        if let Some(found) = check().await {
+            return found;
+        }
+        tokio::time::sleep(20 * MS).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn shell(script: &str) -> Value {
+    json!(["/bin/sh", "-c", "--", script])
+}
+
+fn job(name: &str, backoff_limit: i32, script: &str) -> Job {
+    serde_json::from_value(json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {"backoffLimit": backoff_limit, "template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "job", "image": "busybox", "command": shell(script)}]}}}
+    }))
+    .expect("valid job")
+}
+
+fn pod(name: &str, container: &Value, extra: &Value) -> Pod {
+    let mut spec = json!({"restartPolicy": "Never", "containers": [container]});
+    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
+        spec.extend(extra.clone());
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec
+    }))
+    .expect("valid pod")
+}
+
+fn condition(job: &Job, kind: &str) -> bool {
+    job.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == kind && c.status == "True"))
+}
+
+fn terminated(pod: &Pod) -> Option<(i32, String)> {
+    let status = pod.status.as_ref()?.container_statuses.as_ref()?.first()?;
+    let t = status.state.as_ref()?.terminated.as_ref()?;
+    Some((t.exit_code, t.reason.clone().unwrap_or_default()))
+}
+
+async fn job_pods(pods: &Api<Pod>, job: &str) -> Vec<Pod> {
+    pods.list(&ListParams::default().labels(&format!("job-name={job}")))
+        .await
+        .expect("list")
+        .items
+}
+
+#[tokio::test]
+async fn a_job_whose_process_succeeds_completes_with_its_output_in_the_log() {
+    let (_cluster, client) = start(None).await;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    jobs.create(
+        &PostParams::default(),
+        &job("hello", 0, "echo hello; echo oops >&2"),
+    )
+    .await
+    .expect("job");
+    eventually("the job completes", || async {
+        let job = jobs.get("hello").await.ok()?;
+        condition(&job, "Complete").then_some(())
+    })
+    .await;
+    let pod = job_pods(&pods, "hello").await.remove(0);
+    let name = pod.metadata.name.clone().expect("name");
+    assert_eq!(terminated(&pod), Some((0, "Completed".to_owned())));
+    let status = pod.status.expect("status");
+    assert_eq!(status.phase.as_deref(), Some("Succeeded"));
+    let log = pods.logs(&name, &LogParams::default()).await.expect("log");
+    let mut lines: Vec<&str> = log.lines().collect();
+    lines.sort_unstable();
+    assert_eq!(lines, ["hello", "oops"]);
+}
+
+#[tokio::test]
+async fn a_process_exiting_3_fails_its_pod_and_the_job_backs_off_and_fails() {
+    let (_cluster, client) = start(None).await;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    jobs.create(
+        &PostParams::default(),
+        &job("three", 1, "echo failing; exit 3"),
+    )
+    .await
+    .expect("job");
+    eventually("the job fails", || async {
+        let job = jobs.get("three").await.ok()?;
+        condition(&job, "Failed").then_some(())
+    })
+    .await;
+    let failed = job_pods(&pods, "three").await;
+    assert_eq!(failed.len(), 2, "one retry after the first failure");
+    for pod in failed {
+        assert_eq!(terminated(&pod), Some((3, "Error".to_owned())));
+        let status = pod.status.expect("status");
+        assert_eq!(status.phase.as_deref(), Some("Failed"));
+        let started = status.container_statuses.expect("statuses")[0]
+            .state
+            .as_ref()
+            .and_then(|s| s.terminated.as_ref())
+            .and_then(|t| t.started_at.clone());
+        assert!(started.is_some(), "startedAt is set");
+    }
+}
+
+#[tokio::test]
+async fn a_missing_executable_is_a_start_error_with_exit_code_128() {
+    let (_cluster, client) = start(None).await;
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    let container = json!({"name": "main", "image": "busybox", "command": ["/no/such/run-it"]});
+    pods.create(
+        &PostParams::default(),
+        &pod("missing", &container, &json!({})),
+    )
+    .await
+    .expect("pod");
+    let (code, reason) = eventually("the start error", || async {
+        terminated(&pods.get("missing").await.ok()?)
+    })
+    .await;
+    assert_eq!((code, reason.as_str()), (128, "StartError"));
+    let pod = pods.get("missing").await.expect("pod");
+    assert_eq!(pod.status.and_then(|s| s.phase).as_deref(), Some("Failed"));
+}
+
+#[tokio::test]
+async fn a_restarting_container_crash_loops_with_its_real_exit_code() {
+    let (_cluster, client) = start(None).await;
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    let container = json!({"name": "main", "image": "busybox", "command": shell("exit 4")});
+    let always = json!({"restartPolicy": "Always"});
+    pods.create(&PostParams::default(), &pod("loop", &container, &always))
+        .await
+        .expect("pod");
+    let last = eventually("two restarts", || async {
+        let pod = pods.get("loop").await.ok()?;
+        let status = pod.status?.container_statuses?.remove(0);
+        (status.restart_count >= 2).then_some(status.last_state?.terminated?)
+    })
+    .await;
+    assert_eq!(last.exit_code, 4);
+    assert_eq!(last.reason.as_deref(), Some("Error"));
+}
+
+async fn running_with_log(pods: &Api<Pod>, name: &str, log: &str) {
+    eventually("the process runs and printed", || async {
+        let text = pods.logs(name, &LogParams::default()).await.ok()?;
+        (text == log).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn deleting_a_running_pod_terminates_its_process_within_the_grace_period() {
+    let (_cluster, client) = start(None).await;
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    let container = json!({"name": "main", "image": "busybox", "command": shell("echo started; exec sleep 60")});
+    let grace = json!({"terminationGracePeriodSeconds": 5});
+    pods.create(&PostParams::default(), &pod("sleeper", &container, &grace))
+        .await
+        .expect("pod");
+    // The output is served while the process still runs.
+    running_with_log(&pods, "sleeper", "started\n").await;
+    let begun = Instant::now();
+    pods.delete("sleeper", &DeleteParams::default())
+        .await
+        .expect("delete");
+    eventually("the pod is gone", || async {
+        pods.get_opt("sleeper").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    assert!(
+        begun.elapsed() < Duration::from_secs(3),
+        "SIGTERM ends sleep at once"
+    );
+
+    // A process that ignores SIGTERM is killed once the grace period is over.
+    let stubborn = json!({"name": "main", "image": "busybox",
+        "command": shell("trap '' TERM; echo started; exec sleep 60")});
+    let grace = json!({"terminationGracePeriodSeconds": 1});
+    pods.create(&PostParams::default(), &pod("stubborn", &stubborn, &grace))
+        .await
+        .expect("pod");
+    running_with_log(&pods, "stubborn", "started\n").await;
+    let begun = Instant::now();
+    pods.delete("stubborn", &DeleteParams::default())
+        .await
+        .expect("delete");
+    eventually("the pod is gone", || async {
+        pods.get_opt("stubborn").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    let took = begun.elapsed();
+    assert!(
+        took >= Duration::from_millis(900),
+        "killed after the grace period, not before ({took:?})"
+    );
+    assert!(
+        took < Duration::from_secs(4),
+        "killed soon after the grace period ({took:?})"
+    );
+}
+
+#[tokio::test]
+async fn the_process_sees_home_tool_data_dir_port_and_its_env_in_a_created_working_dir() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let (_cluster, client) = start(Some(home.path())).await;
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    let working = home.path().join("not/yet/there");
+    let container = json!({"name": "main", "image": "busybox",
+        "command": shell("echo \"$HOME|$TOOL_DATA_DIR|$PORT|$GREETING\"; pwd"),
+        "workingDir": working.to_str().expect("utf-8"),
+        "ports": [{"containerPort": 8000, "protocol": "TCP"}],
+        "env": [{"name": "GREETING", "value": "hi"}]});
+    pods.create(&PostParams::default(), &pod("env", &container, &json!({})))
+        .await
+        .expect("pod");
+    eventually("the process ends", || async {
+        terminated(&pods.get("env").await.ok()?)
+    })
+    .await;
+    let log = pods.logs("env", &LogParams::default()).await.expect("log");
+    let home = home.path().display();
+    assert_eq!(
+        log,
+        format!("{home}|{home}|8000|hi\n{}\n", working.display())
+    );
+    assert!(working.is_dir());
+}

@@ -247,6 +247,51 @@ async fn deleting_a_running_pod_terminates_its_process_within_the_grace_period()
 }
 
 #[tokio::test]
+async fn what_the_process_started_is_stopped_with_it() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let (_cluster, client) = start(Some(home.path())).await;
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    // A background child that would leave a mark if it outlived the pod, and a foreground one sh waits for.
+    let script = "(sleep 1; touch \"$HOME/survived\") & echo started; sleep 60";
+    let container = json!({"name": "main", "image": "busybox", "command": shell(script)});
+    pods.create(
+        &PostParams::default(),
+        &pod("group", &container, &json!({})),
+    )
+    .await
+    .expect("pod");
+    running_with_log(&pods, "group", "started\n").await;
+    pods.delete("group", &DeleteParams::default())
+        .await
+        .expect("delete");
+    eventually("the pod is gone", || async {
+        pods.get_opt("group").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        !home.path().join("survived").exists(),
+        "the whole process group got SIGTERM"
+    );
+
+    // A Job's process that exits leaves nothing behind either.
+    let jobs: Api<Job> = Api::namespaced(pods.clone().into_client(), "default");
+    let script = "(sleep 1; touch \"$HOME/lingered\") & echo done";
+    jobs.create(&PostParams::default(), &job("leaves", 0, script))
+        .await
+        .expect("job");
+    eventually("the job completes", || async {
+        condition(&jobs.get("leaves").await.ok()?, "Complete").then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        !home.path().join("lingered").exists(),
+        "killed with its first process"
+    );
+}
+
+#[tokio::test]
 async fn the_process_sees_home_tool_data_dir_port_and_its_env_in_a_created_working_dir() {
     let home = tempfile::tempdir().expect("tempdir");
     let (_cluster, client) = start(Some(home.path())).await;

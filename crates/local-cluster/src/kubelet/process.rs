@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
@@ -77,20 +78,19 @@ impl ProcessKubelet {
 }
 
 impl Drop for ProcessKubelet {
+    /// The cluster stops: so do its processes.
     fn drop(&mut self) {
         for run in self.runs.values_mut() {
-            if let State::Running(running) = &mut run.state {
-                let _ = running.child.kill();
-                let _ = running.child.wait();
-            }
+            kill_run(run);
         }
     }
 }
 
 fn kill_run(run: &mut Run) {
-    if let State::Running(running) = &mut run.state {
-        let _ = running.child.kill();
-        let _ = running.child.wait();
+    if let State::Running(running) = &mut run.state
+        && running.exited.is_none()
+    {
+        kill_now(&mut running.child);
     }
 }
 
@@ -177,6 +177,7 @@ fn command(container: &Value, options: &ProcessOptions) -> std::io::Result<Comma
         }
     }
     command
+        .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -215,13 +216,21 @@ fn later(after: Duration) -> Action {
     }
 }
 
-/// Sends SIGTERM to the process (with kill(1): the crate has no unsafe code for kill(2)).
-fn terminate_gracefully(child: &Child) {
+/// Sends `signal` (`TERM`, `KILL`) to the process and everything it started: the process leads its own process
+/// group, as a container's processes share a PID namespace. kill(1) does it, as the crate has no unsafe code.
+fn signal_group(child: &Child, signal: &str) {
     let _ = Command::new("kill")
-        .args(["-s", "TERM", &child.id().to_string()])
+        .args(["-s", signal, "--", &format!("-{}", child.id())])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
+}
+
+/// Kills the process and its group at once and reaps it.
+fn kill_now(child: &mut Child) {
+    signal_group(child, "KILL");
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 impl Reconciler for ProcessKubelet {
@@ -336,9 +345,17 @@ impl ProcessKubelet {
             State::Running(running) => {
                 if running.exited.is_none() {
                     match running.child.try_wait() {
-                        Ok(Some(status)) => running.exited = Some((Instant::now(), status)),
+                        Ok(Some(status)) => {
+                            // As when a container's first process ends: what it left behind is killed
+                            // (only if something still holds its output, which is when the group lives on).
+                            if !running.readers.iter().all(JoinHandle::is_finished) {
+                                signal_group(&running.child, "KILL");
+                            }
+                            running.exited = Some((Instant::now(), status));
+                        }
                         Ok(None) => {}
                         Err(_) => {
+                            signal_group(&running.child, "KILL");
                             let _ = running.child.kill();
                             let status = running.child.wait().ok();
                             running.exited = status.map(|s| (Instant::now(), s));
@@ -349,10 +366,11 @@ impl ProcessKubelet {
                     if deleting {
                         match running.kill_at {
                             None => {
-                                terminate_gracefully(&running.child);
+                                signal_group(&running.child, "TERM");
                                 running.kill_at = Some(Instant::now() + grace_period(pod));
                             }
                             Some(at) if Instant::now() >= at => {
+                                signal_group(&running.child, "KILL");
                                 let _ = running.child.kill();
                             }
                             Some(_) => {}

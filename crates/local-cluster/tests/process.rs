@@ -5,6 +5,7 @@ use std::future::Future;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use futures::{AsyncBufReadExt, TryStreamExt};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
@@ -172,7 +173,8 @@ async fn a_missing_executable_is_a_start_error_with_exit_code_128() {
 async fn a_restarting_container_crash_loops_with_its_real_exit_code() {
     let (_cluster, client) = start(None).await;
     let pods: Api<Pod> = Api::namespaced(client, "default");
-    let container = json!({"name": "main", "image": "busybox", "command": shell("exit 4")});
+    let container =
+        json!({"name": "main", "image": "busybox", "command": shell("echo run; exit 4")});
     let always = json!({"restartPolicy": "Always"});
     pods.create(&PostParams::default(), &pod("loop", &container, &always))
         .await
@@ -185,6 +187,12 @@ async fn a_restarting_container_crash_loops_with_its_real_exit_code() {
     .await;
     assert_eq!(last.exit_code, 4);
     assert_eq!(last.reason.as_deref(), Some("Error"));
+    let previous = LogParams {
+        previous: true,
+        ..LogParams::default()
+    };
+    let log = pods.logs("loop", &previous).await.expect("previous log");
+    assert_eq!(log, "run\n");
 }
 
 async fn running_with_log(pods: &Api<Pod>, name: &str, log: &str) {
@@ -289,6 +297,44 @@ async fn what_the_process_started_is_stopped_with_it() {
         !home.path().join("lingered").exists(),
         "killed with its first process"
     );
+}
+
+#[tokio::test]
+async fn follow_streams_lines_as_the_process_prints_them_and_ends_when_it_exits() {
+    let (_cluster, client) = start(None).await;
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    let container = json!({"name": "main", "image": "busybox",
+        "command": shell("echo one; sleep 1; echo two")});
+    pods.create(
+        &PostParams::default(),
+        &pod("talker", &container, &json!({})),
+    )
+    .await
+    .expect("pod");
+    running_with_log(&pods, "talker", "one\n").await;
+    let follow = LogParams {
+        follow: true,
+        ..LogParams::default()
+    };
+    let mut lines = pods
+        .log_stream("talker", &follow)
+        .await
+        .expect("stream")
+        .lines();
+    assert_eq!(
+        lines.try_next().await.expect("read").as_deref(),
+        Some("one")
+    );
+    let pod = pods.get("talker").await.expect("pod");
+    assert_eq!(terminated(&pod), None, "still running after the first line");
+    assert_eq!(
+        lines.try_next().await.expect("read").as_deref(),
+        Some("two")
+    );
+    let end = tokio::time::timeout(Duration::from_secs(5), lines.try_next()).await;
+    assert_eq!(end.expect("the stream ends").expect("read"), None);
+    let pod = pods.get("talker").await.expect("pod");
+    assert_eq!(terminated(&pod), Some((0, "Completed".to_owned())));
 }
 
 #[tokio::test]

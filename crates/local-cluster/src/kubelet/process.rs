@@ -41,9 +41,10 @@ struct Running {
 /// Where a pod is.
 #[derive(Debug)]
 enum State {
-    /// Waiting to start (first start, or after a crash-loop back-off) at `at`.
+    /// Waiting since `at` to start after `delay` (nothing for a first start, a crash-loop back-off after exits).
     Waiting {
         at: Instant,
+        delay: Duration,
     },
     Running(Box<Running>),
 }
@@ -289,16 +290,17 @@ impl Reconciler for ProcessKubelet {
             } else {
                 step.accept()
             };
-            if let Some(Next::Enter(_, restarts)) = next {
-                let state = State::Waiting { at: Instant::now() };
-                self.runs.insert(
-                    key.clone(),
-                    Run {
-                        uid,
-                        restarts,
-                        state,
-                    },
-                );
+            let mut run = Run {
+                uid,
+                restarts: 0,
+                state: State::Waiting {
+                    at: Instant::now(),
+                    delay: Duration::ZERO,
+                },
+            };
+            if next.is_some() {
+                self.remember(&mut run, next);
+                self.runs.insert(key.clone(), run);
             }
             return action;
         };
@@ -330,15 +332,10 @@ impl ProcessKubelet {
         let deleting = meta::is_deleting(pod);
         match &mut run.state {
             State::Waiting { .. } if deleting => (terminate(pod, run.restarts, now, 143), false),
-            State::Waiting { at } => {
-                let length = if run.restarts == 0 {
-                    Duration::ZERO
-                } else {
-                    crash_backoff(&self.script, run.restarts)
-                };
+            State::Waiting { at, delay } => {
                 let elapsed = Instant::now().saturating_duration_since(*at);
-                if elapsed < length {
-                    return (later(length.saturating_sub(elapsed)), true);
+                if elapsed < *delay {
+                    return (later(delay.saturating_sub(elapsed)), true);
                 }
                 self.start(run, step, pod, key, store)
             }
@@ -391,7 +388,7 @@ impl ProcessKubelet {
                 let terminated = json!({"terminated": {"exitCode": code, "reason": reason,
                     "startedAt": started_at(pod), "finishedAt": now}});
                 let (action, next) = step.exited(terminated, code == 0);
-                remember(run, next);
+                self.remember(run, next);
                 (action, next.is_some())
             }
         }
@@ -415,7 +412,7 @@ impl ProcessKubelet {
         let child = command(&container, &self.options).and_then(|mut c| c.spawn());
         let Ok(mut child) = child else {
             let (action, next) = step.start(&Outcome::CannotStart);
-            remember(run, next);
+            self.remember(run, next);
             return (action, next.is_some());
         };
         store.logs(|logs| logs.start(&key.namespace, &key.name, &name, ""));
@@ -438,11 +435,20 @@ impl ProcessKubelet {
     }
 }
 
-/// What a [`Step`] decided, in this kubelet's terms.
-fn remember(run: &mut Run, next: Option<Next>) {
-    if let Some(Next::Enter(stage, restarts)) = next {
-        debug_assert!(matches!(stage, Stage::BackingOff | Stage::Creating));
-        run.restarts = restarts;
-        run.state = State::Waiting { at: Instant::now() };
+impl ProcessKubelet {
+    /// What a [`Step`] decided, in this kubelet's terms: containers being created start at once (the script's
+    /// start delay is zero), a crash loop waits for its back-off.
+    fn remember(&self, run: &mut Run, next: Option<Next>) {
+        if let Some(Next::Enter(stage, restarts)) = next {
+            let delay = match stage {
+                Stage::BackingOff => crash_backoff(&self.script, restarts),
+                _ => self.script.start_delay,
+            };
+            run.restarts = restarts;
+            run.state = State::Waiting {
+                at: Instant::now(),
+                delay,
+            };
+        }
     }
 }

@@ -170,6 +170,24 @@ async fn a_missing_executable_is_a_start_error_with_exit_code_128() {
 }
 
 #[tokio::test]
+async fn a_process_killed_by_a_signal_exits_with_128_plus_the_signal() {
+    let (_cluster, client) = start(None).await;
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    let container = json!({"name": "main", "image": "busybox", "command": shell("kill -KILL $$")});
+    pods.create(
+        &PostParams::default(),
+        &pod("killed", &container, &json!({})),
+    )
+    .await
+    .expect("pod");
+    let (code, reason) = eventually("the process ends", || async {
+        terminated(&pods.get("killed").await.ok()?)
+    })
+    .await;
+    assert_eq!((code, reason.as_str()), (137, "Error"));
+}
+
+#[tokio::test]
 async fn a_restarting_container_crash_loops_with_its_real_exit_code() {
     let (_cluster, client) = start(None).await;
     let pods: Api<Pod> = Api::namespaced(client, "default");

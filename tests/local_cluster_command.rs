@@ -1,5 +1,5 @@
-//! `toolforge-jobs local-cluster`: serves in the foreground, writes a kubeconfig real kubectl can use, and
-//! stops cleanly on SIGTERM. Needs kubectl on PATH (fresh machines have it); fails without it.
+//! `toolforge-jobs local-cluster`: serves in the foreground, writes a kubeconfig real kubectl can use, runs
+//! Jobs as local processes, and stops cleanly on SIGTERM. Needs kubectl on PATH (fresh machines have it); fails without it.
 
 #![allow(clippy::unwrap_used, reason = "a failing unwrap is a failing test")]
 
@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 #[test]
-fn serves_kubectl_and_stops_on_sigterm() {
+fn serves_kubectl_runs_jobs_as_processes_and_stops_on_sigterm() {
     let directory = tempfile::tempdir().unwrap();
     let kubeconfig = directory.path().join("kubeconfig");
     let server = Command::new(env!("CARGO_BIN_EXE_toolforge-jobs"))
@@ -40,6 +40,39 @@ fn serves_kubectl_and_stops_on_sigterm() {
         String::from_utf8_lossy(&namespaces.stderr)
     );
     assert!(String::from_utf8_lossy(&namespaces.stdout).contains("namespace/default"));
+
+    // Jobs really run: the command becomes a local process, and its output is the pod's log.
+    let create = kubectl(&[
+        "create",
+        "job",
+        "hello",
+        "--image=bookworm",
+        "--",
+        "sh",
+        "-c",
+        "echo hello from a local process",
+    ]);
+    assert!(
+        create.status.success(),
+        "{}",
+        String::from_utf8_lossy(&create.stderr)
+    );
+    let wait = kubectl(&[
+        "wait",
+        "--for=condition=complete",
+        "job/hello",
+        "--timeout=30s",
+    ]);
+    assert!(
+        wait.status.success(),
+        "{}",
+        String::from_utf8_lossy(&wait.stderr)
+    );
+    let logs = kubectl(&["logs", "job/hello"]);
+    assert_eq!(
+        String::from_utf8_lossy(&logs.stdout),
+        "hello from a local process\n"
+    );
 
     let status = Command::new("kill")
         .arg("-TERM")

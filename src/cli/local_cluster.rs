@@ -6,7 +6,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use toolforge_local_cluster::{LocalCluster, ServeOptions, serve};
+use toolforge_local_cluster::{
+    Controllers, Kubelet, LocalCluster, ProcessOptions, ServeOptions, serve,
+};
 
 use crate::cli::Error;
 use crate::output::{ExitStatus, Printer};
@@ -25,6 +27,10 @@ pub struct LocalClusterArgs {
     #[arg(long, value_name = "FILE")]
     pub kubeconfig_out: Option<PathBuf>,
 
+    /// Serve the API only: no controllers, so Jobs and Deployments never start pods
+    #[arg(long)]
+    pub api_only: bool,
+
     /// Directory the cluster announces as the parent of tools' home directories (in the `kube-public`
     /// identity ConfigMap), where jobs' working directories and file logs go
     #[arg(long, value_name = "DIR")]
@@ -37,6 +43,11 @@ pub(crate) async fn run(args: &LocalClusterArgs, printer: Printer) -> Result<Exi
         state_file: args.state.clone(),
         kubeconfig_out: args.kubeconfig_out.clone(),
         tools_home: args.tools_home.clone(),
+        // Jobs really run: their containers' commands become processes of the current user.
+        controllers: (!args.api_only).then(|| Controllers {
+            kubelet: Some(Kubelet::Process(ProcessOptions::default())),
+            ..Controllers::default()
+        }),
     };
     let kubeconfig = args.kubeconfig_out.clone();
     let ready = |cluster: &LocalCluster| {

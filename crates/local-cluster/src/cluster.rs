@@ -259,6 +259,8 @@ pub struct ServeOptions {
     pub kubeconfig_out: Option<PathBuf>,
     /// The directory holding tools' home directories, announced in the identity ConfigMap.
     pub tools_home: Option<PathBuf>,
+    /// Controllers and kubelet to run; `None` serves the API alone.
+    pub controllers: Option<Controllers>,
 }
 
 /// Serves in the foreground until `shutdown` completes. `ready` is called once with the running cluster (to
@@ -272,6 +274,7 @@ pub async fn serve(
         port: options.port,
         state_file: options.state_file,
         tools_home: options.tools_home,
+        controllers: options.controllers,
         ..Options::default()
     })
     .await?;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::{Error, GlobalArgs};
 use crate::config::MAX_FILE_BYTES;
+use crate::render::fingerprint::matching_files;
 
 /// The path of the jobs file the command should use.
 pub(crate) fn locate(global: &GlobalArgs) -> Result<PathBuf, Error> {
@@ -38,18 +39,10 @@ pub(crate) fn read(path: &Path) -> Result<Vec<u8>, Error> {
     Ok(bytes)
 }
 
-/// Counts the regular files a `trigger-files` pattern matches relative to `directory`.
+/// Counts the regular files a `trigger-files` pattern matches relative to `directory`; an unreadable match
+/// counts as none, so validation reports the pattern.
 pub(crate) fn count_matches(directory: &Path, pattern: &str) -> usize {
-    let full = format!(
-        "{}/{pattern}",
-        glob::Pattern::escape(&directory.to_string_lossy())
-    );
-    glob::glob(&full).map_or(0, |paths| {
-        paths
-            .filter_map(Result::ok)
-            .filter(|path| path.is_file())
-            .count()
-    })
+    matching_files(directory, pattern).map_or(0, |files| files.len())
 }
 
 /// The directory holding the jobs file: the base of `trigger-files` and, on the local cluster, the tool's home.

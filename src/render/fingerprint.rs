@@ -106,23 +106,9 @@ pub fn read_trigger_files<'a>(
     patterns: impl IntoIterator<Item = &'a str>,
 ) -> Result<TriggerFiles, TriggerFilesError> {
     let mut files = TriggerFiles::default();
-    let base = glob::Pattern::escape(&directory.to_string_lossy());
     for pattern in patterns.into_iter().collect::<BTreeSet<_>>() {
-        let paths = glob::glob(&format!("{base}/{pattern}")).map_err(|source| {
-            TriggerFilesError::Pattern {
-                pattern: pattern.to_owned(),
-                source,
-            }
-        })?;
         let mut matched = Vec::new();
-        for entry in paths {
-            let path = entry.map_err(|error| TriggerFilesError::Read {
-                path: error.path().to_owned(),
-                source: error.into(),
-            })?;
-            if !path.is_file() {
-                continue;
-            }
+        for path in matching_files(directory, pattern)? {
             let contents = std::fs::read(&path).map_err(|source| TriggerFilesError::Read {
                 path: path.clone(),
                 source,
@@ -133,6 +119,27 @@ pub fn read_trigger_files<'a>(
             });
         }
         files.insert(pattern, matched);
+    }
+    Ok(files)
+}
+
+/// The regular files a `trigger-files` pattern matches below `directory` (directories are skipped).
+pub fn matching_files(directory: &Path, pattern: &str) -> Result<Vec<PathBuf>, TriggerFilesError> {
+    let base = glob::Pattern::escape(&directory.to_string_lossy());
+    let paths =
+        glob::glob(&format!("{base}/{pattern}")).map_err(|source| TriggerFilesError::Pattern {
+            pattern: pattern.to_owned(),
+            source,
+        })?;
+    let mut files = Vec::new();
+    for entry in paths {
+        let path = entry.map_err(|error| TriggerFilesError::Read {
+            path: error.path().to_owned(),
+            source: error.into(),
+        })?;
+        if path.is_file() {
+            files.push(path);
+        }
     }
     Ok(files)
 }

@@ -1,59 +1,15 @@
 //! The controllers and the scripted kubelet as kubectl users see them: `wait --for=condition=complete|failed`,
 //! `rollout status`, and the STATUS column of `get pods` for each way a pod ends (reference §6 (b)).
 
-use std::path::PathBuf;
-use std::process::Stdio;
+mod support;
+
 use std::time::Duration;
 
-use tokio::process::Command;
 use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, Outcome, Script};
 
+use support::Kubectl;
+
 const MS: Duration = Duration::from_millis(1);
-
-struct Kubectl {
-    directory: tempfile::TempDir,
-    kubeconfig: PathBuf,
-}
-
-impl Kubectl {
-    fn new(cluster: &LocalCluster) -> Self {
-        let directory = tempfile::tempdir().expect("temp dir");
-        let kubeconfig = directory.path().join("kubeconfig");
-        cluster
-            .write_kubeconfig(&kubeconfig)
-            .expect("kubeconfig written");
-        Kubectl {
-            directory,
-            kubeconfig,
-        }
-    }
-
-    /// Runs kubectl; returns (success, stdout, stderr).
-    async fn run(&self, args: &[&str]) -> (bool, String, String) {
-        let output = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(self.directory.path().join("cache"))
-            .args(args)
-            .env_remove("KUBECONFIG")
-            .stdin(Stdio::null())
-            .output()
-            .await
-            .expect("kubectl runs");
-        (
-            output.status.success(),
-            String::from_utf8_lossy(&output.stdout).into_owned(),
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-        )
-    }
-
-    async fn ok(&self, args: &[&str]) -> String {
-        let (success, stdout, stderr) = self.run(args).await;
-        assert!(success, "kubectl {args:?} failed: {stdout} {stderr}");
-        stdout
-    }
-}
 
 fn job(name: &str, image: &str, restart_policy: &str) -> String {
     format!(

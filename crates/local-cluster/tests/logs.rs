@@ -2,9 +2,9 @@
 //! scripted container printed, `tailLines`/`limitBytes`/`timestamps`, `previous` after a crash-loop restart, the
 //! 400s of containers that did not start, and `follow` streaming until the container exits or the pod goes.
 
+mod support;
+
 use std::future::Future;
-use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use futures::{AsyncBufReadExt, TryStreamExt};
@@ -12,8 +12,9 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
 use serde_json::{Value, json};
-use tokio::process::Command;
 use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, Outcome, Script};
+
+use support::Kubectl;
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -380,51 +381,6 @@ async fn follow_streams_the_output_and_ends_when_the_container_exits() {
         .await
         .expect("the stream ends");
     assert_eq!(end.expect("read"), None);
-}
-
-struct Kubectl {
-    directory: tempfile::TempDir,
-    kubeconfig: PathBuf,
-}
-
-impl Kubectl {
-    fn new(cluster: &LocalCluster) -> Self {
-        let directory = tempfile::tempdir().expect("temp dir");
-        let kubeconfig = directory.path().join("kubeconfig");
-        cluster
-            .write_kubeconfig(&kubeconfig)
-            .expect("kubeconfig written");
-        Kubectl {
-            directory,
-            kubeconfig,
-        }
-    }
-
-    /// Runs kubectl (which must be installed); returns (success, stdout, stderr).
-    async fn run(&self, args: &[&str]) -> (bool, String, String) {
-        let output = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(self.directory.path().join("cache"))
-            .args(args)
-            .env_remove("KUBECONFIG")
-            .stdin(Stdio::null())
-            .output()
-            .await
-            .expect("kubectl runs");
-        (
-            output.status.success(),
-            String::from_utf8_lossy(&output.stdout).into_owned(),
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-        )
-    }
-
-    async fn ok(&self, args: &[&str]) -> String {
-        let (success, stdout, stderr) = self.run(args).await;
-        assert!(success, "kubectl {args:?} failed: {stdout} {stderr}");
-        stdout
-    }
 }
 
 #[tokio::test]

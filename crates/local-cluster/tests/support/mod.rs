@@ -1,0 +1,54 @@
+//! The kubectl harness the integration tests share: a kubeconfig for one cluster and a fresh discovery cache,
+//! so each test sees the cluster as a first-time kubectl user would. kubectl must be installed: a missing
+//! binary fails the test instead of skipping it.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use tokio::process::Command;
+use toolforge_local_cluster::LocalCluster;
+
+pub(crate) struct Kubectl {
+    pub(crate) directory: tempfile::TempDir,
+    kubeconfig: PathBuf,
+}
+
+impl Kubectl {
+    pub(crate) fn new(cluster: &LocalCluster) -> Self {
+        let directory = tempfile::tempdir().expect("temp dir");
+        let kubeconfig = directory.path().join("kubeconfig");
+        cluster
+            .write_kubeconfig(&kubeconfig)
+            .expect("kubeconfig written");
+        Kubectl {
+            directory,
+            kubeconfig,
+        }
+    }
+
+    /// Runs kubectl (which must be installed); returns (success, stdout, stderr).
+    pub(crate) async fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let output = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.directory.path().join("cache"))
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .expect("kubectl runs");
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    pub(crate) async fn ok(&self, args: &[&str]) -> String {
+        let (success, stdout, stderr) = self.run(args).await;
+        assert!(success, "kubectl {args:?} failed: {stdout} {stderr}");
+        stdout
+    }
+}

@@ -2,12 +2,16 @@
 //!
 //! The pipeline, one module per stage:
 //! - [`config`]: jobs.yaml text → validated jobs, or every problem with file, line and column;
-//! - render, plan, apply/wait and watch follow (see docs/architecture.md);
+//! - [`render`]: a job → the Kubernetes objects (pure), and live objects → jobs (read-back);
+//! - [`plan`]: desired jobs + live state + inventory → one action per job (pure);
+//! - [`cluster`]: the I/O shell that connects and reads the live state; apply/wait and watch follow (see
+//!   docs/architecture.md);
 //! - [`cli`] is the edge: clap definitions and one file per command; [`output`] owns the terminal.
 //!
 //! Start reading at [`cli::run`].
 
 pub mod cli;
+pub mod cluster;
 pub mod config;
 pub mod output;
 pub mod plan;

@@ -4,8 +4,10 @@
 //! the [`Printer`]; none of them prints directly or exits the process.
 
 mod completions;
+mod diff;
 mod jobs_file;
 mod local_cluster;
+mod planning;
 mod schema;
 mod validate;
 
@@ -80,6 +82,15 @@ pub enum Command {
     /// invalid. Warnings (legacy forms, deprecated images) do not make it invalid.
     Validate,
 
+    /// Show what `apply` would change, without changing anything
+    ///
+    /// Reads the live objects, the inventory and the namespace's quota, and prints one row per job — create,
+    /// update, replace, rerun, repair, delete, adopt, unchanged, done, conflict or ignored, with the reason —,
+    /// the field changes and a YAML diff of every object that would be overwritten. The server checks every
+    /// write with a dry run. `-o json` prints the plan as JSON (docs/plan.md). Exit 0: nothing to change; 3:
+    /// changes; 7: refused by a safety guard; 1: the plan cannot be applied (conflict, quota, limits).
+    Diff(planning::PlanArgs),
+
     /// Print the JSON Schema of jobs.yaml, for editors
     ///
     /// Add `# yaml-language-server: $schema=<path or URL of the schema>` to the top of jobs.yaml to have
@@ -107,6 +118,7 @@ pub async fn run(cli: &Cli) -> ExitStatus {
     crate::output::logging::init(cli.global.verbose, printer.color());
     let result = match &cli.command {
         Command::Validate => validate::run(&cli.global, printer),
+        Command::Diff(args) => diff::run(&cli.global, args, printer).await,
         Command::Schema => schema::run(printer),
         Command::Completions { shell } => completions::run(*shell, printer),
         Command::LocalCluster(args) => local_cluster::run(args, printer).await,
@@ -135,15 +147,36 @@ pub enum Error {
     Output(#[from] std::io::Error),
     #[error("the local cluster failed")]
     LocalCluster(#[from] toolforge_local_cluster::ClusterError),
+    #[error(
+        "cannot tell which tool this is: pass `--tool NAME` (or use a kubeconfig context whose namespace is `tool-NAME`)"
+    )]
+    NoTool,
+    #[error(transparent)]
+    Connect(#[from] crate::cluster::ConnectError),
+    #[error(transparent)]
+    Read(#[from] crate::cluster::ReadError),
+    #[error("cannot read the trigger files")]
+    TriggerFiles(#[from] crate::render::fingerprint::TriggerFilesError),
+    #[error(transparent)]
+    Context(#[from] crate::render::context::ContextError),
+    #[error(transparent)]
+    Render(#[from] crate::render::RenderError),
+    #[error(transparent)]
+    DryRun(#[from] crate::cluster::dry_run::DryRunError),
 }
 
 impl Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            Error::NoJobsFile { .. } => ExitStatus::Invalid,
-            Error::ReadFile { .. } | Error::Output(_) | Error::LocalCluster(_) => {
-                ExitStatus::Failure
-            }
+            Error::NoJobsFile { .. } | Error::NoTool | Error::Render(_) => ExitStatus::Invalid,
+            Error::ReadFile { .. }
+            | Error::Output(_)
+            | Error::LocalCluster(_)
+            | Error::Connect(_)
+            | Error::Read(_)
+            | Error::TriggerFiles(_)
+            | Error::Context(_)
+            | Error::DryRun(_) => ExitStatus::Failure,
         }
     }
 }

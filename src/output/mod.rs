@@ -5,6 +5,7 @@
 
 mod exit;
 pub mod logging;
+pub mod plan;
 
 use std::io::{self, IsTerminal, Write};
 
@@ -14,19 +15,28 @@ pub use exit::{EXIT_CODES_HELP, ExitStatus};
 #[derive(Debug, Clone, Copy)]
 pub struct Printer {
     color: bool,
+    data_color: bool,
 }
 
 impl Printer {
     /// Colour only on a terminal, and never with `--no-color` or a non-empty `NO_COLOR`.
     pub fn new(no_color_flag: bool) -> Self {
         let no_color_env = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
+        let wanted = !no_color_flag && !no_color_env;
         Self {
-            color: !no_color_flag && !no_color_env && io::stderr().is_terminal(),
+            color: wanted && io::stderr().is_terminal(),
+            data_color: wanted && io::stdout().is_terminal(),
         }
     }
 
+    /// Whether messages (stderr) may be coloured.
     pub fn color(self) -> bool {
         self.color
+    }
+
+    /// Whether data (stdout) may be coloured.
+    pub fn data_color(self) -> bool {
+        self.data_color
     }
 
     /// Writes data to stdout. A closed pipe (`| head`) is not an error worth reporting.

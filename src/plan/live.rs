@@ -36,6 +36,29 @@ impl LiveState {
         }
         Ok(state)
     }
+
+    /// The live object `name` of `kind` as JSON (with `kind`/`apiVersion`), if listed.
+    pub fn manifest(&self, kind: ObjectKind, name: &str) -> Option<serde_json::Value> {
+        fn find<K: k8s_openapi::Resource + serde::Serialize>(
+            objects: &[K],
+            name: &str,
+            metadata: fn(&K) -> &ObjectMeta,
+        ) -> Option<serde_json::Value> {
+            let object = objects
+                .iter()
+                .find(|object| metadata(object).name.as_deref() == Some(name))?;
+            // k8s-openapi types serialise with their `apiVersion` and `kind`; nothing in them can fail.
+            serde_json::to_value(object).ok()
+        }
+        match kind {
+            ObjectKind::Job => find(&self.jobs, name, |job| &job.metadata),
+            ObjectKind::CronJob => find(&self.cron_jobs, name, |cron_job| &cron_job.metadata),
+            ObjectKind::Deployment => {
+                find(&self.deployments, name, |deployment| &deployment.metadata)
+            }
+            ObjectKind::Service => find(&self.services, name, |service| &service.metadata),
+        }
+    }
 }
 
 /// Who an object belongs to, from its labels alone.

@@ -14,6 +14,7 @@ mod decide;
 mod guards;
 mod immutable;
 mod live;
+pub mod quota;
 
 use std::collections::BTreeMap;
 
@@ -71,6 +72,9 @@ pub struct Plan {
     pub refusals: Vec<Refusal>,
     /// How many actions of each kind, by action name; only non-zero counts.
     pub counts: BTreeMap<String, usize>,
+    /// The namespace's quota and what the plan adds to it ([`quota::check`]); empty until checked.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub quota: Vec<quota::QuotaUse>,
 }
 
 impl Plan {
@@ -86,9 +90,18 @@ impl Plan {
             .any(|action| matches!(action.action, Action::Conflict))
     }
 
-    /// Whether some action cannot be carried out: a conflict, or a write the namespace's limits refuse.
+    /// Whether some action cannot be carried out: a conflict, a write the namespace's limits refuse, more than
+    /// the quota allows, or a write the server's dry run refused.
     pub fn has_errors(&self) -> bool {
-        self.has_conflicts() || self.actions.iter().any(|action| !action.errors.is_empty())
+        self.has_conflicts()
+            || self.actions.iter().any(|action| !action.errors.is_empty())
+            || self.quota.iter().any(|quota| quota.exceeded)
+            || self.actions.iter().any(|action| {
+                matches!(
+                    action.dry_run,
+                    Some(DryRun::Rejected { .. } | DryRun::Immutable { .. })
+                )
+            })
     }
 
     /// Whether a safety guard refuses the plan.

@@ -41,6 +41,18 @@ pub enum Kind {
     Webservice,
 }
 
+impl Kind {
+    /// The kind's name as the JSON forms and tables write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::OneOff => "one-off",
+            Kind::Scheduled => "scheduled",
+            Kind::Continuous => "continuous",
+            Kind::Webservice => "webservice",
+        }
+    }
+}
+
 /// A job with every default resolved; see the module documentation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]

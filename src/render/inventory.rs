@@ -96,6 +96,17 @@ pub enum Outcome {
     Unknown,
 }
 
+impl Outcome {
+    /// The outcome's name, as the JSON forms write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Succeeded => "succeeded",
+            Outcome::Failed => "failed",
+            Outcome::Unknown => "unknown",
+        }
+    }
+}
+
 /// Why an inventory ConfigMap cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum InventoryError {

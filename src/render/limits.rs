@@ -26,8 +26,17 @@ impl ContainerLimits {
     /// The bounds of the `Container` entries of `limit_range` (the tightest, when there are several).
     /// Values that are not quantities are ignored: the API server would not have stored them.
     pub fn from_limit_range(limit_range: &LimitRange) -> Self {
+        Self::from_limit_ranges(std::slice::from_ref(limit_range))
+    }
+
+    /// The tightest bounds of all the `Container` entries of a namespace's `LimitRange`s (Kubernetes enforces
+    /// each of them).
+    pub fn from_limit_ranges(limit_ranges: &[LimitRange]) -> Self {
         let mut limits = Self::default();
-        let items = limit_range.spec.iter().flat_map(|spec| &spec.limits);
+        let items = limit_ranges
+            .iter()
+            .flat_map(|range| range.spec.iter())
+            .flat_map(|spec| &spec.limits);
         for item in items.filter(|item| item.type_ == "Container") {
             let bound = |map: &Option<std::collections::BTreeMap<String, _>>, name: &str| {
                 map.as_ref().and_then(|map| map.get(name)).and_then(

@@ -77,6 +77,7 @@ pub fn compute(
         actions,
         refusals,
         counts,
+        quota: Vec::new(),
     }
 }
 

@@ -1,0 +1,208 @@
+//! What `diff` and `apply` share: the plan's flags, and the road from the jobs file to a plan — load and validate
+//! the file, connect, read the live state, render, plan, check the quota, and let the server dry-run the writes.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use crate::cli::{Error, GlobalArgs, jobs_file, tool_name};
+use crate::cluster::{self, ContextInputs, Passwd, Snapshot, Target};
+use crate::config::diagnostic::render as render_problems;
+use crate::config::image::ImageTable;
+use crate::config::{self, Context, JobsFile};
+use crate::output::Printer;
+use crate::plan::{self, Plan, PlanOptions};
+use crate::render::context::DEFAULT_SET_NAME;
+use crate::render::{self, read_trigger_files};
+
+/// The flags that shape a plan.
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent command-line flags, each named after its flag"
+)]
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Plan options")]
+pub struct PlanArgs {
+    /// Only these jobs (repeatable); nothing else is touched or pruned (upstream `load --job`)
+    #[arg(long = "job", value_name = "NAME")]
+    pub jobs: Vec<String>,
+
+    /// Delete and re-create this job even when unchanged; a one-off runs again (repeatable)
+    #[arg(long, value_name = "NAME")]
+    pub replace: Vec<String>,
+
+    /// Run again every one-off whose last run with its current definition failed
+    #[arg(long)]
+    pub retry_failed: bool,
+
+    /// Do not delete jobs that are in the inventory but no longer in the file
+    #[arg(long)]
+    pub no_prune: bool,
+
+    /// Accept deleting more than half of the inventory's jobs, or all of them
+    #[arg(long)]
+    pub allow_mass_delete: bool,
+
+    /// Accept a file without jobs (which deletes every job of the inventory)
+    #[arg(long)]
+    pub allow_empty: bool,
+
+    /// The inventory's name, to keep several files apart in one tool
+    #[arg(long = "set", value_name = "NAME", default_value = DEFAULT_SET_NAME)]
+    pub set_name: String,
+
+    /// Skip the server-side dry run of the planned writes
+    #[arg(long)]
+    pub no_server_dry_run: bool,
+}
+
+impl PlanArgs {
+    fn options(&self) -> PlanOptions {
+        PlanOptions {
+            only_jobs: self.jobs.clone(),
+            replace: self.replace.clone(),
+            retry_failed: self.retry_failed,
+            prune: !self.no_prune,
+            allow_mass_delete: self.allow_mass_delete,
+            allow_empty: self.allow_empty,
+        }
+    }
+}
+
+/// A plan and everything it was made from, for `diff` to show and `apply` to carry out.
+pub(crate) struct Planned {
+    pub(crate) snapshot: Snapshot,
+    pub(crate) plan: Plan,
+}
+
+/// How far `prepare` got.
+pub(crate) enum Prepared {
+    Planned(Box<Planned>),
+    /// The file is invalid; its problems were printed.
+    Invalid,
+}
+
+/// From the jobs file to a plan (see the module documentation). Invalid files are reported before any
+/// connection is made, so a typo is caught even without a cluster.
+pub(crate) async fn prepare(
+    global: &GlobalArgs,
+    args: &PlanArgs,
+    printer: Printer,
+) -> Result<Prepared, Error> {
+    let path = jobs_file::locate(global)?;
+    let bytes = jobs_file::read(&path)?;
+    let tool = tool_name(global).ok_or(Error::NoTool)?;
+    let directory = absolute(&jobs_file::directory_of(&path));
+
+    let bundled = ImageTable::bundled();
+    let Some(file) = load(&path, &bytes, &tool, &bundled, &directory, printer)? else {
+        return Ok(Prepared::Invalid);
+    };
+
+    let connection = cluster::connect(&Target {
+        kubeconfig: global.kubeconfig.clone(),
+        context: global.context.clone(),
+    })
+    .await?;
+    // `--namespace` names the tool (`tool-<tool>`); the tool names the namespace.
+    let namespace = format!("tool-{tool}");
+    // Nine requests in flight make a large future: keep it on the heap.
+    let snapshot = Box::pin(cluster::read(
+        &connection.client,
+        &namespace,
+        &args.set_name,
+    ))
+    .await?;
+
+    // The cluster's image table decides; validate again only when it has its own.
+    let file = if snapshot.image_config.is_some() {
+        let images = cluster::context::image_table(&snapshot);
+        match load(&path, &bytes, &tool, &images, &directory, printer)? {
+            Some(file) => file,
+            None => return Ok(Prepared::Invalid),
+        }
+    } else {
+        file
+    };
+    if !file.warnings.is_empty() {
+        printer.message(&render_problems(
+            &file.source,
+            &file.warnings,
+            printer.color(),
+        ))?;
+    }
+
+    let patterns = file
+        .jobs
+        .iter()
+        .flat_map(|located| &located.job.trigger_files)
+        .map(String::as_str);
+    let trigger_files = read_trigger_files(&directory, patterns)?;
+    let context = cluster::render_context(
+        &snapshot,
+        ContextInputs {
+            tool: &tool,
+            set_name: &args.set_name,
+            file_directory: &directory,
+            trigger_files,
+            uids: &Passwd,
+        },
+    )?;
+    let desired = file
+        .jobs
+        .iter()
+        .map(|located| {
+            Ok((
+                located.job.clone(),
+                render::objects(&located.job, &context)?,
+            ))
+        })
+        .collect::<Result<Vec<_>, render::RenderError>>()?;
+    let mut plan = plan::compute(
+        &desired,
+        &snapshot.live,
+        &snapshot.inventory(),
+        &context,
+        &args.options(),
+    );
+    plan::quota::check(&mut plan, &snapshot.live, &snapshot.quotas);
+    if !args.no_server_dry_run {
+        cluster::dry_run::confirm(&connection.client, &namespace, &mut plan).await?;
+    }
+    Ok(Prepared::Planned(Box::new(Planned { snapshot, plan })))
+}
+
+/// Loads the file with `images`; `None` (after printing every problem) when it is invalid.
+fn load(
+    path: &Path,
+    bytes: &[u8],
+    tool: &str,
+    images: &ImageTable,
+    directory: &Path,
+    printer: Printer,
+) -> Result<Option<JobsFile>, Error> {
+    let count_trigger_files = |pattern: &str| jobs_file::count_matches(directory, pattern);
+    let context = Context {
+        tool,
+        images,
+        count_trigger_files: Some(&count_trigger_files),
+    };
+    let loaded = config::decode(path.display().to_string(), bytes.to_vec())
+        .and_then(|source| config::load(source, &context));
+    match loaded {
+        Ok(file) => Ok(Some(file)),
+        Err(invalid) => {
+            printer.message(&render_problems(
+                &invalid.source,
+                &invalid.problems,
+                printer.color(),
+            ))?;
+            Ok(None)
+        }
+    }
+}
+
+/// `directory` made absolute (the local cluster's pods run there), as written when that fails.
+fn absolute(directory: &Path) -> PathBuf {
+    std::path::absolute(directory).unwrap_or_else(|_| directory.to_owned())
+}

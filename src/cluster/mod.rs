@@ -1,0 +1,30 @@
+//! `cluster`: the I/O shell around the pure core — connecting to the Kubernetes API and reading, in one round of
+//! concurrent requests, everything rendering and planning need (SPEC §5).
+//!
+//! [`connect`] turns `--kubeconfig`/`--context` into a client; [`read`] fetches a [`Snapshot`]: one LIST per
+//! workload kind and the Services of the tool's namespace, the inventory ConfigMap, the `LimitRange` and
+//! `ResourceQuota` of the namespace, Toolforge's image table, and the local cluster's identity when it is one.
+//! [`context`] turns a snapshot into the [`crate::render::RenderContext`]; [`dry_run`] asks the server to check
+//! the plan's writes. Nothing here decides anything: the plan does.
+
+pub mod connect;
+pub mod context;
+pub mod dry_run;
+pub mod snapshot;
+
+/// Our name in `managedFields`, on every write.
+pub const FIELD_MANAGER: &str = "toolforge-jobs";
+
+pub use connect::{ConnectError, Connection, Target, connect};
+pub use context::{ContextInputs, Passwd, render_context};
+pub use snapshot::{LocalIdentity, ReadError, Snapshot, StoredInventory, read};
+
+/// Whether a kube error is the API's 404.
+fn is_not_found(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 404)
+}
+
+/// Whether a kube error is the API's 403 (RBAC: a tool may not read some object).
+fn is_forbidden(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 403)
+}

@@ -1,0 +1,226 @@
+//! Reading the live state: every request `diff` and `apply` make before deciding anything, issued at once.
+//!
+//! The cost does not depend on the number of jobs: one LIST each of Jobs, CronJobs, Deployments, Services,
+//! `LimitRange`s and `ResourceQuota`s in the tool's namespace, one GET of the inventory, one GET of Toolforge's
+//! image table and one GET of the local cluster's identity. All of them run concurrently, so reading costs one
+//! round trip. The workload LISTs are not filtered by label: an object of a job's name that is not ours must be
+//! seen to be reported as a conflict instead of failing the create.
+
+use std::path::PathBuf;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
+use k8s_openapi::api::core::v1::{ConfigMap, LimitRange, ResourceQuota, Service};
+use kube::api::{Api, ListParams};
+use serde::de::DeserializeOwned;
+
+use crate::cluster::{is_forbidden, is_not_found};
+use crate::plan::LiveState;
+use crate::render::context::{IMAGE_CONFIG_NAME, IMAGE_CONFIG_NAMESPACE};
+use crate::render::inventory::{self, Inventory, InventoryError};
+
+/// Everything read from the cluster for one plan.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub live: LiveState,
+    /// The inventory ConfigMap's record, `None` when it does not exist yet.
+    pub inventory: Option<StoredInventory>,
+    /// Toolforge's `image-config` ConfigMap, when the cluster has one and we may read it.
+    pub image_config: Option<ConfigMap>,
+    pub limit_ranges: Vec<LimitRange>,
+    pub quotas: Vec<ResourceQuota>,
+    /// Set when the cluster is the project's local cluster.
+    pub local: Option<LocalIdentity>,
+}
+
+impl Snapshot {
+    /// The inventory, empty when none is stored.
+    pub fn inventory(&self) -> Inventory {
+        self.inventory
+            .as_ref()
+            .map(|stored| stored.inventory.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// The inventory as stored, with the resourceVersion a write must name (optimistic concurrency).
+#[derive(Debug, Clone)]
+pub struct StoredInventory {
+    pub inventory: Inventory,
+    pub resource_version: Option<String>,
+}
+
+/// What the local cluster says about itself (its identity ConfigMap, SPEC §10).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalIdentity {
+    /// The directory holding the tools' home directories on this machine, when the cluster was given one.
+    pub tools_home: Option<PathBuf>,
+}
+
+/// Why the live state could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot list the {what} of namespace `{namespace}`")]
+    List {
+        what: &'static str,
+        namespace: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("cannot read ConfigMap `{namespace}/{name}`")]
+    Get {
+        namespace: String,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("the inventory is unreadable; fix or delete ConfigMap `{namespace}/{name}`")]
+    Inventory {
+        namespace: String,
+        name: String,
+        #[source]
+        source: InventoryError,
+    },
+}
+
+/// Reads the live state of `namespace` and the inventory `set_name` in it.
+pub async fn read(
+    client: &kube::Client,
+    namespace: &str,
+    set_name: &str,
+) -> Result<Snapshot, ReadError> {
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let image_configs: Api<ConfigMap> = Api::namespaced(client.clone(), IMAGE_CONFIG_NAMESPACE);
+    let identities: Api<ConfigMap> =
+        Api::namespaced(client.clone(), toolforge_local_cluster::IDENTITY_NAMESPACE);
+    let (
+        jobs,
+        cron_jobs,
+        deployments,
+        services,
+        limit_ranges,
+        quotas,
+        inventory,
+        image_config,
+        identity,
+    ) = tokio::try_join!(
+        list::<KubeJob>(client, namespace, "Jobs", false),
+        list::<CronJob>(client, namespace, "CronJobs", false),
+        list::<Deployment>(client, namespace, "Deployments", false),
+        list::<Service>(client, namespace, "Services", false),
+        list::<LimitRange>(client, namespace, "LimitRanges", true),
+        list::<ResourceQuota>(client, namespace, "ResourceQuotas", true),
+        config_map(&config_maps, namespace, set_name, Unreadable::Error),
+        config_map(
+            &image_configs,
+            IMAGE_CONFIG_NAMESPACE,
+            IMAGE_CONFIG_NAME,
+            Unreadable::Missing,
+        ),
+        config_map(
+            &identities,
+            toolforge_local_cluster::IDENTITY_NAMESPACE,
+            toolforge_local_cluster::IDENTITY_NAME,
+            Unreadable::Missing,
+        ),
+    )?;
+    let inventory = inventory
+        .map(|config_map| {
+            let stored =
+                inventory::from_config_map(&config_map).map_err(|source| ReadError::Inventory {
+                    namespace: namespace.to_owned(),
+                    name: set_name.to_owned(),
+                    source,
+                })?;
+            Ok::<_, ReadError>(StoredInventory {
+                inventory: stored,
+                resource_version: config_map.metadata.resource_version,
+            })
+        })
+        .transpose()?;
+    Ok(Snapshot {
+        live: LiveState {
+            jobs,
+            cron_jobs,
+            deployments,
+            services,
+        },
+        inventory,
+        image_config,
+        limit_ranges,
+        quotas,
+        local: identity.map(|config_map| local_identity(&config_map)),
+    })
+}
+
+/// The items of one LIST. `optional` types (the namespace's limits) read as empty when the server does not serve
+/// them or the tool may not list them: the plan then just cannot check them.
+async fn list<K>(
+    client: &kube::Client,
+    namespace: &str,
+    what: &'static str,
+    optional: bool,
+) -> Result<Vec<K>, ReadError>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    match api.list(&ListParams::default()).await {
+        Ok(list) => Ok(list.items),
+        Err(error) if optional && (is_not_found(&error) || is_forbidden(&error)) => {
+            tracing::debug!(%error, what, "cannot list; going on without");
+            Ok(Vec::new())
+        }
+        Err(source) => Err(ReadError::List {
+            what,
+            namespace: namespace.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// What a 403 on a ConfigMap means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unreadable {
+    /// We must be able to read it (the inventory): an error.
+    Error,
+    /// Somebody else's, nice to have: as if it did not exist.
+    Missing,
+}
+
+/// A ConfigMap, `None` when it does not exist.
+async fn config_map(
+    api: &Api<ConfigMap>,
+    namespace: &str,
+    name: &str,
+    unreadable: Unreadable,
+) -> Result<Option<ConfigMap>, ReadError> {
+    match api.get(name).await {
+        Ok(config_map) => Ok(Some(config_map)),
+        Err(error)
+            if is_not_found(&error)
+                || (unreadable == Unreadable::Missing && is_forbidden(&error)) =>
+        {
+            Ok(None)
+        }
+        Err(source) => Err(ReadError::Get {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            source,
+        }),
+    }
+}
+
+fn local_identity(config_map: &ConfigMap) -> LocalIdentity {
+    let tools_home = config_map
+        .data
+        .as_ref()
+        .and_then(|data| data.get("toolsHome"))
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from);
+    LocalIdentity { tools_home }
+}

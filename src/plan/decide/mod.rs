@@ -98,15 +98,6 @@ fn kind_of_object(kind: ObjectKind) -> Kind {
     }
 }
 
-fn kind_word(kind: Kind) -> &'static str {
-    match kind {
-        Kind::OneOff => "one-off",
-        Kind::Scheduled => "scheduled",
-        Kind::Continuous => "continuous",
-        Kind::Webservice => "webservice",
-    }
-}
-
 fn row(job: &str, kind: Kind, action: Action, reason: impl Into<String>) -> PlannedAction {
     PlannedAction {
         job: job.to_owned(),
@@ -244,7 +235,7 @@ impl Desired<'_> {
                     format!(
                         "a {object_kind:?} `{}` outside this inventory exists: the inventory knows the job as {}",
                         self.name(),
-                        kind_word(self.record.map_or(self.kind(), |record| record.kind))
+                        self.record.map_or(self.kind(), |record| record.kind).name()
                     )
                 }
                 Owner::Framework
@@ -255,7 +246,7 @@ impl Desired<'_> {
                     format!(
                         "a {object_kind:?} `{}` outside this inventory exists: the job is {} in the file",
                         self.name(),
-                        kind_word(self.kind())
+                        self.kind().name()
                     )
                 }
                 _ => continue,
@@ -362,11 +353,7 @@ impl Desired<'_> {
     /// The file changed the job's kind: the old object goes, the new one is created.
     fn kind_changed(&self, recorded: ObjectKind) -> PlannedAction {
         let old = self.record.map_or(Kind::OneOff, |record| record.kind);
-        let reason = format!(
-            "kind changed: {} → {}",
-            kind_word(old),
-            kind_word(self.kind())
-        );
+        let reason = format!("kind changed: {} → {}", old.name(), self.kind().name());
         let old_live = self
             .objects
             .get(&recorded)

@@ -10,6 +10,7 @@
 //!
 //! Start reading at [`cli::run`].
 
+pub mod apply;
 pub mod cli;
 pub mod cluster;
 pub mod config;

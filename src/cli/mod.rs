@@ -3,6 +3,7 @@
 //! One file per subcommand. Each turns its arguments into inputs for the pipeline stages and reports through
 //! the [`Printer`]; none of them prints directly or exits the process.
 
+mod apply;
 mod completions;
 mod diff;
 mod jobs_file;
@@ -29,7 +30,7 @@ pub struct Cli {
 }
 
 /// Flags every command accepts.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// Kubeconfig file to use (default: `$KUBECONFIG`, then `~/.kube/config`)
@@ -82,6 +83,14 @@ pub enum Command {
     /// invalid. Warnings (legacy forms, deprecated images) do not make it invalid.
     Validate,
 
+    /// Make the cluster equal to the jobs file (alias: `load`)
+    ///
+    /// Validates the file, takes the tool's lock, plans (as `diff`), prints the plan and carries it out: creates,
+    /// updates, replaces and re-runs in file order — a one-off with `wait` holds back the jobs after it until it
+    /// succeeded — then deletes the jobs no longer in the file (with `--yes`, or after asking on a terminal).
+    #[command(alias = "load")]
+    Apply(apply::ApplyArgs),
+
     /// Show what `apply` would change, without changing anything
     ///
     /// Reads the live objects, the inventory and the namespace's quota, and prints one row per job — create,
@@ -118,7 +127,8 @@ pub async fn run(cli: &Cli) -> ExitStatus {
     crate::output::logging::init(cli.global.verbose, printer.color());
     let result = match &cli.command {
         Command::Validate => validate::run(&cli.global, printer),
-        Command::Diff(args) => diff::run(&cli.global, args, printer).await,
+        Command::Diff(args) => Box::pin(diff::run(&cli.global, args, printer)).await,
+        Command::Apply(args) => Box::pin(apply::run(&cli.global, args, printer)).await,
         Command::Schema => schema::run(printer),
         Command::Completions { shell } => completions::run(*shell, printer),
         Command::LocalCluster(args) => local_cluster::run(args, printer).await,
@@ -163,12 +173,19 @@ pub enum Error {
     Render(#[from] crate::render::RenderError),
     #[error(transparent)]
     DryRun(#[from] crate::cluster::dry_run::DryRunError),
+    #[error(transparent)]
+    Lock(#[from] crate::cluster::lock::LockError),
+    #[error("the apply stopped")]
+    Apply(#[from] crate::apply::ApplyError),
+    #[error(transparent)]
+    Inventory(#[from] crate::cluster::inventory::InventoryWriteError),
 }
 
 impl Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
             Error::NoJobsFile { .. } | Error::NoTool | Error::Render(_) => ExitStatus::Invalid,
+            Error::Lock(crate::cluster::lock::LockError::Held { .. }) => ExitStatus::LockHeld,
             Error::ReadFile { .. }
             | Error::Output(_)
             | Error::LocalCluster(_)
@@ -176,7 +193,10 @@ impl Error {
             | Error::Read(_)
             | Error::TriggerFiles(_)
             | Error::Context(_)
-            | Error::DryRun(_) => ExitStatus::Failure,
+            | Error::DryRun(_)
+            | Error::Apply(_)
+            | Error::Inventory(_)
+            | Error::Lock(_) => ExitStatus::Failure,
         }
     }
 }

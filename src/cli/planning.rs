@@ -6,14 +6,15 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::cli::{Error, GlobalArgs, jobs_file, tool_name};
-use crate::cluster::{self, ContextInputs, Passwd, Snapshot, Target};
+use crate::cluster::lock::{self, Lock};
+use crate::cluster::{self, Connection, ContextInputs, Passwd, Snapshot, Target};
 use crate::config::diagnostic::render as render_problems;
 use crate::config::image::ImageTable;
-use crate::config::{self, Context, JobsFile};
+use crate::config::{self, Context, Job, JobsFile};
 use crate::output::Printer;
 use crate::plan::{self, Plan, PlanOptions};
 use crate::render::context::DEFAULT_SET_NAME;
-use crate::render::{self, read_trigger_files};
+use crate::render::{self, Rendered, read_trigger_files};
 
 /// The flags that shape a plan.
 #[expect(
@@ -71,8 +72,21 @@ impl PlanArgs {
 
 /// A plan and everything it was made from, for `diff` to show and `apply` to carry out.
 pub(crate) struct Planned {
+    pub(crate) connection: Connection,
+    pub(crate) namespace: String,
+    pub(crate) set_name: String,
+    /// The file's jobs, rendered, in file order.
+    pub(crate) desired: Vec<(Job, Rendered)>,
     pub(crate) snapshot: Snapshot,
     pub(crate) plan: Plan,
+    /// The lock, when one was asked for; taken before the live state was read.
+    pub(crate) lock: Option<Lock>,
+}
+
+/// Taking the lock before reading (`apply`): who we are and how long to wait for a holder.
+pub(crate) struct LockRequest {
+    pub(crate) identity: String,
+    pub(crate) wait: Option<std::time::Duration>,
 }
 
 /// How far `prepare` got.
@@ -87,6 +101,7 @@ pub(crate) enum Prepared {
 pub(crate) async fn prepare(
     global: &GlobalArgs,
     args: &PlanArgs,
+    lock: Option<LockRequest>,
     printer: Printer,
 ) -> Result<Prepared, Error> {
     let path = jobs_file::locate(global)?;
@@ -106,6 +121,18 @@ pub(crate) async fn prepare(
     .await?;
     // `--namespace` names the tool (`tool-<tool>`); the tool names the namespace.
     let namespace = format!("tool-{tool}");
+    let lock = match lock {
+        Some(request) => Some(
+            lock::acquire(
+                &connection.client,
+                &namespace,
+                &request.identity,
+                request.wait,
+            )
+            .await?,
+        ),
+        None => None,
+    };
     // Nine requests in flight make a large future: keep it on the heap.
     let snapshot = Box::pin(cluster::read(
         &connection.client,
@@ -169,7 +196,15 @@ pub(crate) async fn prepare(
     if !args.no_server_dry_run {
         cluster::dry_run::confirm(&connection.client, &namespace, &mut plan).await?;
     }
-    Ok(Prepared::Planned(Box::new(Planned { snapshot, plan })))
+    Ok(Prepared::Planned(Box::new(Planned {
+        connection,
+        namespace,
+        set_name: args.set_name.clone(),
+        desired,
+        snapshot,
+        plan,
+        lock,
+    })))
 }
 
 /// Loads the file with `images`; `None` (after printing every problem) when it is invalid.

@@ -6,9 +6,10 @@
 //! could only answer "already exists".
 
 use futures::StreamExt as _;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use kube::api::{Api, DynamicObject, PostParams};
 
-use crate::plan::{DryRun, ObjectKind, Plan, PlannedAction, WriteVerb};
+use super::api_resource;
+use crate::plan::{DryRun, Plan, PlannedAction, WriteVerb};
 
 /// How many dry-run requests are in flight at once.
 const CONCURRENCY: usize = 8;
@@ -105,16 +106,6 @@ fn verdict(message: &str) -> DryRun {
             message: message.to_owned(),
         }
     }
-}
-
-fn api_resource(kind: ObjectKind) -> ApiResource {
-    let (group, version, kind, plural) = match kind {
-        ObjectKind::Job => ("batch", "v1", "Job", "jobs"),
-        ObjectKind::CronJob => ("batch", "v1", "CronJob", "cronjobs"),
-        ObjectKind::Deployment => ("apps", "v1", "Deployment", "deployments"),
-        ObjectKind::Service => ("", "v1", "Service", "services"),
-    };
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
 }
 
 #[cfg(test)]

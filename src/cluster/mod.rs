@@ -5,12 +5,20 @@
 //! workload kind and the Services of the tool's namespace, the inventory ConfigMap, the `LimitRange` and
 //! `ResourceQuota` of the namespace, Toolforge's image table, and the local cluster's identity when it is one.
 //! [`context`] turns a snapshot into the [`crate::render::RenderContext`]; [`dry_run`] asks the server to check
-//! the plan's writes. Nothing here decides anything: the plan does.
+//! the plan's writes; [`lock`] holds the per-tool Lease and [`inventory`] writes the inventory with optimistic
+//! concurrency; [`retry`] retries transient errors. Nothing here decides anything: the plan does.
 
 pub mod connect;
 pub mod context;
 pub mod dry_run;
+pub mod inventory;
+pub mod lock;
+pub mod retry;
 pub mod snapshot;
+
+use kube::api::{ApiResource, GroupVersionKind};
+
+use crate::plan::ObjectKind;
 
 /// Our name in `managedFields`, on every write.
 pub const FIELD_MANAGER: &str = "toolforge-jobs";
@@ -24,7 +32,23 @@ fn is_not_found(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 404)
 }
 
+/// Whether a kube error is the API's 409 (a resourceVersion or UID precondition failed, or the name is taken).
+fn is_conflict(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 409)
+}
+
 /// Whether a kube error is the API's 403 (RBAC: a tool may not read some object).
 fn is_forbidden(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 403)
+}
+
+/// The API coordinates of an object kind the plan writes.
+pub(crate) fn api_resource(kind: ObjectKind) -> ApiResource {
+    let (group, version, kind, plural) = match kind {
+        ObjectKind::Job => ("batch", "v1", "Job", "jobs"),
+        ObjectKind::CronJob => ("batch", "v1", "CronJob", "cronjobs"),
+        ObjectKind::Deployment => ("apps", "v1", "Deployment", "deployments"),
+        ObjectKind::Service => ("", "v1", "Service", "services"),
+    };
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
 }

@@ -1,0 +1,378 @@
+//! `apply`: carries out a [`Plan`] against the cluster (SPEC §7).
+//!
+//! The fourth stage of the pipeline. Order: the file's jobs in file order, cut into stages after every one-off
+//! with `wait` (a barrier: the next stage starts only after it succeeded); inside a stage, actions run
+//! concurrently (bounded); prunes come last. Per action: deletes first (never with the Job default `Orphan`
+//! propagation, guarded by the UID we planned against), and when the same object is written again, we wait until
+//! that UID is gone before creating it; then the writes (POST, PUT guarded by the listed resourceVersion, or a
+//! merge patch of our labels for an adoption). A one-off's run is recorded in the inventory **before** its Job is
+//! created, so a crash can leave "outcome unknown" but never a second run. Transient API errors are retried
+//! ([`crate::cluster::retry`]); any other error stops the apply and names the job. Ctrl-C stops starting new
+//! actions; the ones in flight finish.
+
+mod event;
+mod write;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use tokio::sync::Mutex;
+
+use crate::cluster::inventory::{InventoryStore, InventoryWriteError};
+use crate::plan::{Action, LiveState, Plan, PlannedAction, Wait};
+use crate::render::Rendered;
+use crate::render::inventory::{Inventory, JobRecord, Outcome, RunRecord};
+
+pub use event::{Event, EventKind, Progress};
+pub use write::WriteError;
+
+/// How `apply` runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Writes in flight at once inside a stage.
+    pub concurrency: usize,
+    /// How long to wait for a deleted object to be gone before re-creating it.
+    pub deletion_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            concurrency: 8,
+            deletion_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// What was done: the actions carried out, and the one-off Jobs created (job name → Job UID).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Applied {
+    pub done: Vec<String>,
+    pub started_jobs: BTreeMap<String, String>,
+    /// Deployments written, with the generation of our write (for the rollout wait).
+    pub deployments: BTreeMap<String, i64>,
+    /// Set when Ctrl-C stopped the apply before every action ran.
+    pub interrupted: bool,
+    /// A barrier one-off that did not succeed (the later stages were not applied), and how it ended.
+    pub failed_barrier: Option<(String, Outcome)>,
+}
+
+/// Why an apply stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error("job `{job}` ({action}): {source}")]
+    Action {
+        job: String,
+        action: &'static str,
+        #[source]
+        source: Box<WriteError>,
+    },
+    #[error(transparent)]
+    Inventory(#[from] InventoryWriteError),
+}
+
+/// Everything an apply needs besides the plan.
+pub struct Executor {
+    client: kube::Client,
+    namespace: String,
+    live: LiveState,
+    rendered: BTreeMap<String, Rendered>,
+    inventory: Mutex<InventoryStore>,
+    progress: Arc<dyn Progress>,
+    interrupted: Arc<AtomicBool>,
+    options: Options,
+}
+
+impl Executor {
+    pub fn new(
+        client: kube::Client,
+        namespace: &str,
+        live: LiveState,
+        rendered: BTreeMap<String, Rendered>,
+        inventory: InventoryStore,
+        progress: Arc<dyn Progress>,
+        options: Options,
+    ) -> Self {
+        Self {
+            client,
+            namespace: namespace.to_owned(),
+            live,
+            rendered,
+            inventory: Mutex::new(inventory),
+            progress,
+            interrupted: Arc::new(AtomicBool::new(false)),
+            options,
+        }
+    }
+
+    /// Set it to stop starting new actions (Ctrl-C).
+    pub fn interrupt_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.interrupted)
+    }
+
+    /// The inventory as last written.
+    pub async fn inventory(&self) -> Inventory {
+        self.inventory.lock().await.current().clone()
+    }
+
+    /// Carries out `plan` and returns what it did. `barrier` is called with the job name and Job UID of each
+    /// barrier one-off created, and waits for its outcome (recorded in the inventory); the next stage starts only
+    /// when it succeeded.
+    pub async fn execute<B, Fut>(&self, plan: &Plan, mut barrier: B) -> Result<Applied, ApplyError>
+    where
+        B: FnMut(String, String) -> Fut,
+        Fut: Future<Output = Outcome>,
+    {
+        let mut applied = Applied::default();
+        let (prunes, main): (Vec<&PlannedAction>, Vec<&PlannedAction>) = plan
+            .actions
+            .iter()
+            .filter(|action| action.action.changes() || needs_record(action))
+            .partition(|action| action.action == Action::Delete);
+        for stage in stages(&main) {
+            if self.stopped(&mut applied) {
+                return Ok(applied);
+            }
+            self.record_runs(&stage).await?;
+            let results: Vec<_> = futures::stream::iter(stage.iter().copied())
+                .map(|action| self.run_action(action))
+                .buffer_unordered(self.options.concurrency.max(1))
+                .collect()
+                .await;
+            let mut first_error = None;
+            let mut succeeded = Vec::new();
+            for result in results {
+                match result {
+                    Ok(outcome) => succeeded.push(outcome),
+                    Err(error) => {
+                        first_error.get_or_insert(error);
+                    }
+                }
+            }
+            self.record_jobs(&succeeded).await?;
+            for outcome in succeeded {
+                if let Some(uid) = outcome.job_uid {
+                    applied.started_jobs.insert(outcome.job.clone(), uid);
+                }
+                if let Some(generation) = outcome.generation {
+                    applied.deployments.insert(outcome.job.clone(), generation);
+                }
+                applied.done.push(outcome.job);
+            }
+            if let Some(error) = first_error {
+                return Err(error);
+            }
+            if let Some(last) = stage.last()
+                && is_barrier(last)
+                && let Some(uid) = applied.started_jobs.get(&last.job)
+            {
+                let outcome = barrier(last.job.clone(), uid.clone()).await;
+                self.record_outcomes(&BTreeMap::from([(last.job.clone(), outcome)]))
+                    .await?;
+                if outcome != Outcome::Succeeded {
+                    applied.failed_barrier = Some((last.job.clone(), outcome));
+                    return Ok(applied);
+                }
+            }
+        }
+        if self.stopped(&mut applied) {
+            return Ok(applied);
+        }
+        let results: Vec<_> = futures::stream::iter(prunes)
+            .map(|action| self.run_action(action))
+            .buffer_unordered(self.options.concurrency.max(1))
+            .collect()
+            .await;
+        let mut removed = Vec::new();
+        for result in results {
+            removed.push(result?.job);
+        }
+        self.inventory
+            .lock()
+            .await
+            .update(|inventory| {
+                for job in &removed {
+                    inventory.jobs.remove(job);
+                }
+            })
+            .await?;
+        applied.done.extend(removed);
+        Ok(applied)
+    }
+
+    /// Records the outcome of one-off runs once they are known.
+    pub async fn record_outcomes(
+        &self,
+        outcomes: &BTreeMap<String, Outcome>,
+    ) -> Result<(), InventoryWriteError> {
+        if outcomes.is_empty() {
+            return Ok(());
+        }
+        let finished = jiff::Timestamp::now();
+        self.inventory
+            .lock()
+            .await
+            .update(|inventory| {
+                for (job, outcome) in outcomes {
+                    if let Some(run) = inventory
+                        .jobs
+                        .get_mut(job)
+                        .and_then(|record| record.runs.last_mut())
+                    {
+                        run.outcome = *outcome;
+                        run.finished = Some(finished);
+                    }
+                }
+            })
+            .await
+    }
+
+    fn stopped(&self, applied: &mut Applied) -> bool {
+        applied.interrupted = self.interrupted.load(Ordering::SeqCst);
+        applied.interrupted
+    }
+
+    /// Writes a run record for every one-off of the stage that runs, in one inventory write, before any Job.
+    async fn record_runs(&self, stage: &[&PlannedAction]) -> Result<(), ApplyError> {
+        let runs: Vec<(&str, &Rendered)> = stage
+            .iter()
+            .filter(|action| action.records_run)
+            .filter_map(|action| {
+                let rendered = self.rendered.get(&action.job)?;
+                Some((action.job.as_str(), rendered))
+            })
+            .collect();
+        if runs.is_empty() {
+            return Ok(());
+        }
+        let started = jiff::Timestamp::now();
+        self.inventory
+            .lock()
+            .await
+            .update(|inventory| {
+                for (job, rendered) in &runs {
+                    let record = inventory
+                        .jobs
+                        .entry((*job).to_owned())
+                        .or_insert_with(|| job_record(rendered, Vec::new()));
+                    record.runs.push(RunRecord {
+                        fingerprint: rendered.fingerprint.clone(),
+                        job_uid: None,
+                        started,
+                        finished: None,
+                        outcome: Outcome::Unknown,
+                    });
+                }
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Records what the stage applied: each job's kind, hash and fingerprint, and the UIDs of the Jobs started.
+    async fn record_jobs(&self, done: &[ActionOutcome]) -> Result<(), ApplyError> {
+        let records: Vec<(&ActionOutcome, &Rendered)> = done
+            .iter()
+            .filter_map(|outcome| Some((outcome, self.rendered.get(&outcome.job)?)))
+            .collect();
+        if records.is_empty() {
+            return Ok(());
+        }
+        self.inventory
+            .lock()
+            .await
+            .update(|inventory| {
+                for (outcome, rendered) in &records {
+                    let runs = inventory
+                        .jobs
+                        .remove(&outcome.job)
+                        .map(|record| record.runs)
+                        .unwrap_or_default();
+                    let mut record = job_record(rendered, runs);
+                    if let (Some(uid), Some(run)) = (&outcome.job_uid, record.runs.last_mut()) {
+                        run.job_uid = Some(uid.clone());
+                    }
+                    inventory.jobs.insert(outcome.job.clone(), record);
+                }
+            })
+            .await?;
+        Ok(())
+    }
+
+    async fn run_action(&self, action: &PlannedAction) -> Result<ActionOutcome, ApplyError> {
+        let name = action.action.name();
+        self.progress.event(Event::new(
+            &action.job,
+            EventKind::Started,
+            format!("{name}: {}", action.reason),
+        ));
+        let result = write::carry_out(self, action).await;
+        match result {
+            Ok(outcome) => {
+                self.progress
+                    .event(Event::new(&action.job, EventKind::Applied, name.to_owned()));
+                Ok(outcome)
+            }
+            Err(source) => {
+                self.progress.event(Event::new(
+                    &action.job,
+                    EventKind::Failed,
+                    source.to_string(),
+                ));
+                Err(ApplyError::Action {
+                    job: action.job.clone(),
+                    action: name,
+                    source: Box::new(source),
+                })
+            }
+        }
+    }
+}
+
+/// What one action left behind.
+#[derive(Debug)]
+struct ActionOutcome {
+    job: String,
+    /// The UID of the one-off Job it created.
+    job_uid: Option<String>,
+    /// The generation of the Deployment it wrote.
+    generation: Option<i64>,
+}
+
+/// Actions that write nothing but whose job belongs in the inventory (an `unchanged` job whose record was lost).
+fn needs_record(action: &PlannedAction) -> bool {
+    action.action == Action::Unchanged
+}
+
+fn is_barrier(action: &PlannedAction) -> bool {
+    action
+        .waits
+        .iter()
+        .any(|wait| matches!(wait, Wait::Completed { barrier: true }))
+}
+
+/// The actions cut after every barrier.
+fn stages<'a>(actions: &[&'a PlannedAction]) -> Vec<Vec<&'a PlannedAction>> {
+    let mut stages = vec![Vec::new()];
+    for action in actions {
+        if let Some(stage) = stages.last_mut() {
+            stage.push(*action);
+        }
+        if is_barrier(action) {
+            stages.push(Vec::new());
+        }
+    }
+    stages.retain(|stage| !stage.is_empty());
+    stages
+}
+
+fn job_record(rendered: &Rendered, runs: Vec<RunRecord>) -> JobRecord {
+    JobRecord {
+        kind: rendered.canonical.kind,
+        desired_hash: rendered.desired_hash.clone(),
+        fingerprint: rendered.fingerprint.clone(),
+        runs,
+    }
+}

@@ -1,0 +1,293 @@
+//! One action's requests: its deletes (waiting for a replaced object's UID to be gone), its writes, and the
+//! immediate run of a scheduled job whose triggers changed.
+
+use k8s_openapi::api::batch::v1::Job as KubeJob;
+use kube::api::{
+    Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions,
+    PropagationPolicy,
+};
+use kube::runtime::wait::{await_condition, conditions};
+use serde_json::{Value, json};
+
+use super::{ActionOutcome, Event, EventKind, Executor};
+use crate::cluster::{FIELD_MANAGER, api_resource, retry};
+use crate::plan::{Delete, ObjectKind, PlannedAction, Propagation, Write, WriteVerb};
+
+/// Why one action failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("cannot {verb} {kind:?} `{name}`")]
+    Api {
+        verb: &'static str,
+        kind: ObjectKind,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error(
+        "{kind:?} `{name}` was not gone {seconds} s after it was deleted; is a finalizer holding it?"
+    )]
+    NotGone {
+        kind: ObjectKind,
+        name: String,
+        seconds: u64,
+    },
+    #[error("the rendered {kind:?} `{name}` is not a Kubernetes object")]
+    Manifest {
+        kind: ObjectKind,
+        name: String,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+pub(super) async fn carry_out(
+    executor: &Executor,
+    action: &PlannedAction,
+) -> Result<ActionOutcome, WriteError> {
+    let mut outcome = ActionOutcome {
+        job: action.job.clone(),
+        job_uid: None,
+        generation: None,
+    };
+    for delete in &action.deletes {
+        let written_again = action.writes.iter().any(|write| {
+            write.object.kind == delete.object.kind && write.object.name == delete.object.name
+        });
+        remove(executor, action, delete, written_again).await?;
+    }
+    for write in &action.writes {
+        let written = put(executor, write).await?;
+        match write.object.kind {
+            ObjectKind::Job => outcome.job_uid = written.metadata.uid.clone(),
+            ObjectKind::Deployment => {
+                outcome.generation = written.metadata.generation;
+            }
+            ObjectKind::CronJob if action.runs_now => {
+                let job = run_now(executor, &written).await?;
+                executor.progress.event(Event::new(
+                    &action.job,
+                    EventKind::Step,
+                    format!("triggers changed: started Job `{job}` from the CronJob"),
+                ));
+            }
+            ObjectKind::CronJob | ObjectKind::Service => {}
+        }
+        executor.progress.event(Event::new(
+            &action.job,
+            EventKind::Step,
+            format!(
+                "{} {:?} `{}`",
+                verb_done(write.verb),
+                write.object.kind,
+                write.object.name
+            ),
+        ));
+    }
+    Ok(outcome)
+}
+
+fn api(executor: &Executor, kind: ObjectKind) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        executor.client.clone(),
+        &executor.namespace,
+        &api_resource(kind),
+    )
+}
+
+fn params() -> PostParams {
+    PostParams {
+        dry_run: false,
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+    }
+}
+
+/// Deletes the object planned against (by UID); when it is written again, waits until that UID is gone. The
+/// watch is opened before the object is looked at, so a deletion that completes in between is not missed.
+async fn remove(
+    executor: &Executor,
+    action: &PlannedAction,
+    delete: &Delete,
+    written_again: bool,
+) -> Result<(), WriteError> {
+    let object = &delete.object;
+    let api = api(executor, object.kind);
+    let params = DeleteParams {
+        propagation_policy: Some(match delete.propagation {
+            Propagation::Background => PropagationPolicy::Background,
+            Propagation::Foreground => PropagationPolicy::Foreground,
+        }),
+        preconditions: object.uid.clone().map(|uid| Preconditions {
+            uid: Some(uid),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    let api_error = |source| WriteError::Api {
+        verb: "delete",
+        kind: object.kind,
+        name: object.name.clone(),
+        source,
+    };
+    match retry::transient("delete", || api.delete(&object.name, &params)).await {
+        Ok(_) => {}
+        // Gone already, or replaced by somebody else since we listed it (UID precondition): nothing of ours to
+        // delete any more.
+        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {}
+        Err(source) => return Err(api_error(source)),
+    }
+    executor.progress.event(Event::new(
+        &action.job,
+        EventKind::Step,
+        format!("deleted {:?} `{}`", object.kind, object.name),
+    ));
+    if !written_again {
+        return Ok(());
+    }
+    let Some(uid) = &object.uid else {
+        return Ok(());
+    };
+    executor.progress.event(Event::new(
+        &action.job,
+        EventKind::Waiting,
+        format!(
+            "waiting for the old {:?} `{}` to be gone",
+            object.kind, object.name
+        ),
+    ));
+    let gone = await_condition(api.clone(), &object.name, conditions::is_deleted(uid));
+    match tokio::time::timeout(executor.options.deletion_timeout, gone).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(error)) => Err(api_error(kube::Error::Service(Box::new(error)))),
+        Err(_) => Err(WriteError::NotGone {
+            kind: object.kind,
+            name: object.name.clone(),
+            seconds: executor.options.deletion_timeout.as_secs(),
+        }),
+    }
+}
+
+/// Writes one object and returns it as the server stored it.
+async fn put(executor: &Executor, write: &Write) -> Result<DynamicObject, WriteError> {
+    let object = &write.object;
+    let api = api(executor, object.kind);
+    let api_error = |verb, source| WriteError::Api {
+        verb,
+        kind: object.kind,
+        name: object.name.clone(),
+        source,
+    };
+    let manifest = match write.verb {
+        WriteVerb::Update => guarded(executor, write),
+        WriteVerb::Create | WriteVerb::Label => write.manifest.clone(),
+    };
+    let typed: DynamicObject =
+        serde_json::from_value(manifest.clone()).map_err(|source| WriteError::Manifest {
+            kind: object.kind,
+            name: object.name.clone(),
+            source,
+        })?;
+    let params = params();
+    match write.verb {
+        WriteVerb::Create => retry::transient("create", || api.create(&params, &typed))
+            .await
+            .map_err(|source| api_error("create", source)),
+        WriteVerb::Update => {
+            retry::transient("update", || api.replace(&object.name, &params, &typed))
+                .await
+                .map_err(|source| api_error("update", source))
+        }
+        WriteVerb::Label => {
+            let patch = Patch::Merge(json!({"metadata": {
+                "labels": manifest["metadata"]["labels"],
+                "annotations": manifest["metadata"]["annotations"],
+            }}));
+            let patch_params = PatchParams {
+                field_manager: Some(FIELD_MANAGER.to_owned()),
+                ..PatchParams::default()
+            };
+            retry::transient("label", || api.patch(&object.name, &patch_params, &patch))
+                .await
+                .map_err(|source| api_error("label", source))
+        }
+    }
+}
+
+/// The manifest of an update, guarded by the UID and resourceVersion we planned against (a concurrent change
+/// fails with a conflict instead of being overwritten). A Service keeps the cluster IPs the server assigned.
+fn guarded(executor: &Executor, write: &Write) -> Value {
+    let mut manifest = write.manifest.clone();
+    let Some(live) = executor
+        .live
+        .manifest(write.object.kind, &write.object.name)
+    else {
+        return manifest;
+    };
+    for field in ["uid", "resourceVersion"] {
+        manifest["metadata"][field] = live["metadata"][field].clone();
+    }
+    if write.object.kind == ObjectKind::Service {
+        for field in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+            if !live["spec"][field].is_null() {
+                manifest["spec"][field] = live["spec"][field].clone();
+            }
+        }
+    }
+    manifest
+}
+
+/// Starts a Job from a CronJob's template now, as `kubectl create job --from=cronjob/NAME` does.
+async fn run_now(executor: &Executor, cron_job: &DynamicObject) -> Result<String, WriteError> {
+    let cron_name = cron_job.metadata.name.clone().unwrap_or_default();
+    let seconds = jiff::Timestamp::now().as_second();
+    let name = format!("{cron_name}-{seconds:x}");
+    let template = &cron_job.data["spec"]["jobTemplate"];
+    let mut annotations = template["metadata"]["annotations"].clone();
+    if !annotations.is_object() {
+        annotations = json!({});
+    }
+    annotations["cronjob.kubernetes.io/instantiate"] = json!("manual");
+    let job = json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "labels": template["metadata"]["labels"],
+            "annotations": annotations,
+            "ownerReferences": [{
+                "apiVersion": "batch/v1",
+                "kind": "CronJob",
+                "name": cron_name,
+                "uid": cron_job.metadata.uid,
+                "controller": true,
+                "blockOwnerDeletion": true,
+            }],
+        },
+        "spec": template["spec"],
+    });
+    let api_error = |source| WriteError::Api {
+        verb: "create",
+        kind: ObjectKind::Job,
+        name: name.clone(),
+        source,
+    };
+    let job: KubeJob = serde_json::from_value(job).map_err(|source| WriteError::Manifest {
+        kind: ObjectKind::Job,
+        name: name.clone(),
+        source,
+    })?;
+    let jobs: Api<KubeJob> = Api::namespaced(executor.client.clone(), &executor.namespace);
+    let params = params();
+    retry::transient("create", || jobs.create(&params, &job))
+        .await
+        .map_err(api_error)?;
+    Ok(name)
+}
+
+fn verb_done(verb: WriteVerb) -> &'static str {
+    match verb {
+        WriteVerb::Create => "created",
+        WriteVerb::Update => "updated",
+        WriteVerb::Label => "labelled",
+    }
+}

@@ -1,0 +1,253 @@
+//! `toolforge-jobs apply` (alias `load`): validate, take the lock, plan, print the plan, carry it out (SPEC §7).
+//!
+//! Exit codes: 0 applied (or nothing to change), 1 API error or a plan that cannot be applied (conflict, quota,
+//! limits), 2 invalid file, 4 a `wait` one-off failed, 5 timed out waiting, 6 the lock is held, 7 refused by a
+//! safety guard (or deletes not confirmed), 130 interrupted.
+
+use std::io::{BufRead as _, IsTerminal as _};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use clap::Args;
+use k8s_openapi::api::batch::v1::Job as KubeJob;
+use kube::api::Api;
+use kube::runtime::wait::await_condition;
+
+use crate::apply::{Event, EventKind, Executor, Options, Progress};
+use crate::cli::planning::{LockRequest, PlanArgs, Planned, Prepared, prepare};
+use crate::cli::{Error, GlobalArgs, OutputFormat, diff};
+use crate::cluster::inventory::InventoryStore;
+use crate::cluster::lock;
+use crate::output::{ExitStatus, Printer, plan as plan_view};
+use crate::plan::Action;
+use crate::render::inventory::Outcome;
+
+/// How long a `wait` one-off may take before the apply gives up on it.
+const DEFAULT_WAIT: Duration = Duration::from_secs(600);
+
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// The jobs file (upstream `load FILE`); same as `-f FILE`
+    #[arg(value_name = "FILE", id = "load_file")]
+    pub load_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub plan: PlanArgs,
+
+    /// Delete the jobs the plan deletes without asking
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+
+    /// Stop after the plan (the server still dry-runs every write)
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// When another apply or daemon holds the lock, wait for it (at most DURATION: `90s`, `5m`)
+    #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "10m", value_parser = parse_duration)]
+    pub wait_for_lock: Option<Duration>,
+}
+
+/// `600`, `90s`, `10m`, `1h 30m`.
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    if let Ok(seconds) = text.trim().parse::<u64>() {
+        return Ok(Duration::from_secs(seconds));
+    }
+    let span: jiff::SignedDuration = text.parse().map_err(|_| {
+        format!("`{text}` is not a duration: write seconds, or e.g. `90s`, `5m`, `1h`")
+    })?;
+    Duration::try_from(span).map_err(|_| format!("`{text}` is negative"))
+}
+
+pub(crate) async fn run(
+    global: &GlobalArgs,
+    args: &ApplyArgs,
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
+    let lock = (!args.dry_run).then(|| LockRequest {
+        identity: lock::identity("apply"),
+        wait: args.wait_for_lock,
+    });
+    let global = &GlobalArgs {
+        file: args.load_file.clone().or_else(|| global.file.clone()),
+        ..global.clone()
+    };
+    let planned = match prepare(global, &args.plan, lock, printer).await? {
+        Prepared::Planned(planned) => *planned,
+        Prepared::Invalid => return Ok(ExitStatus::Invalid),
+    };
+    let json = global.output == OutputFormat::Json;
+    if json {
+        printer.data(&format!(
+            "{}\n",
+            serde_json::json!({"event": "plan", "plan": planned.plan})
+        ))?;
+    } else {
+        printer.data(&plan_view::render(
+            &planned.plan,
+            &planned.snapshot.live,
+            printer.data_color(),
+        ))?;
+    }
+    let status = carry_out(&planned, args, json, printer).await;
+    if let Some(lock) = planned.lock
+        && let Err(error) = lock.release().await
+    {
+        tracing::warn!(%error, "cannot release the lock; it expires by itself");
+    }
+    status
+}
+
+async fn carry_out(
+    planned: &Planned,
+    args: &ApplyArgs,
+    json: bool,
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
+    let plan = &planned.plan;
+    if args.dry_run || plan.is_refused() || plan.has_errors() {
+        if plan.has_errors() && !plan.is_refused() {
+            printer.message("error: the plan cannot be applied; nothing was changed\n")?;
+        }
+        return Ok(match diff::exit_status(plan) {
+            ExitStatus::Changes => ExitStatus::Success,
+            other => other,
+        });
+    }
+    let prunes: Vec<&str> = plan
+        .actions
+        .iter()
+        .filter(|action| action.action == Action::Delete)
+        .map(|action| action.job.as_str())
+        .collect();
+    if !prunes.is_empty() && !args.yes && !confirmed(&prunes, printer)? {
+        printer.message(&format!(
+            "error: not deleting {}; pass `--yes` to confirm\n",
+            prunes.join(", ")
+        ))?;
+        return Ok(ExitStatus::Refused);
+    }
+
+    let rendered = planned
+        .desired
+        .iter()
+        .map(|(job, rendered)| (job.name.clone(), rendered.clone()))
+        .collect();
+    let inventory = InventoryStore::new(
+        &planned.connection.client,
+        &planned.namespace,
+        &planned.set_name,
+        planned.snapshot.inventory.clone(),
+    );
+    let executor = Executor::new(
+        planned.connection.client.clone(),
+        &planned.namespace,
+        planned.snapshot.live.clone(),
+        rendered,
+        inventory,
+        Arc::new(Lines { json, printer }),
+        Options::default(),
+    );
+    let interrupted = executor.interrupt_flag();
+    let watcher = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            interrupted.store(true, Ordering::SeqCst);
+        }
+    });
+    let client = planned.connection.client.clone();
+    let namespace = planned.namespace.clone();
+    let result = executor
+        .execute(plan, |job, uid| {
+            let api: Api<KubeJob> = Api::namespaced(client.clone(), &namespace);
+            async move { barrier(&api, &job, &uid).await }
+        })
+        .await;
+    watcher.abort();
+    let applied = result?;
+    if applied.interrupted {
+        printer
+            .message("interrupted: the writes in flight finished, nothing else was started\n")?;
+        return Ok(ExitStatus::Interrupted);
+    }
+    if let Some((job, outcome)) = &applied.failed_barrier {
+        printer.message(&format!(
+            "error: job `{job}` did not succeed ({}); the jobs after it were not applied\n",
+            outcome.name()
+        ))?;
+        return Ok(ExitStatus::JobFailed);
+    }
+    printer.message(&format!(
+        "applied: {} of {} jobs changed\n",
+        applied.done.len(),
+        plan.actions.len()
+    ))?;
+    Ok(ExitStatus::Success)
+}
+
+/// Waits for a barrier one-off (by UID) to finish; `Unknown` when it vanished or took too long.
+async fn barrier(api: &Api<KubeJob>, job: &str, uid: &str) -> Outcome {
+    let finished = |object: Option<&KubeJob>| {
+        object.is_none_or(|object| {
+            object.metadata.uid.as_deref() != Some(uid) || job_outcome(object).is_some()
+        })
+    };
+    match tokio::time::timeout(DEFAULT_WAIT, await_condition(api.clone(), job, finished)).await {
+        Ok(Ok(Some(object))) if object.metadata.uid.as_deref() == Some(uid) => {
+            job_outcome(&object).unwrap_or(Outcome::Unknown)
+        }
+        _ => Outcome::Unknown,
+    }
+}
+
+fn job_outcome(job: &KubeJob) -> Option<Outcome> {
+    let conditions = job.status.as_ref()?.conditions.as_ref()?;
+    conditions
+        .iter()
+        .filter(|condition| condition.status == "True")
+        .find_map(|condition| match condition.type_.as_str() {
+            "Complete" | "SuccessCriteriaMet" => Some(Outcome::Succeeded),
+            "Failed" | "FailureTarget" => Some(Outcome::Failed),
+            _ => None,
+        })
+}
+
+/// Asks on a terminal; never confirmed without one.
+fn confirmed(jobs: &[&str], printer: Printer) -> Result<bool, Error> {
+    if !std::io::stdin().is_terminal() {
+        return Ok(false);
+    }
+    printer.message(&format!("Delete {}? [y/N] ", jobs.join(", ")))?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
+/// Progress as plain lines on stderr, or NDJSON on stdout with `-o json`.
+struct Lines {
+    json: bool,
+    printer: Printer,
+}
+
+impl Progress for Lines {
+    fn event(&self, event: Event) {
+        let written = if self.json {
+            self.printer.data(&format!(
+                "{}\n",
+                serde_json::json!({"event": "progress", "job": event.job, "kind": event.kind, "message": event.message})
+            ))
+        } else {
+            // The plan table already said what starts; people want the steps and the failures.
+            let mark = match event.kind {
+                EventKind::Started | EventKind::Applied => return,
+                EventKind::Failed => "error: ",
+                EventKind::Step | EventKind::Waiting | EventKind::Succeeded => "",
+            };
+            self.printer
+                .message(&format!("{}: {mark}{}\n", event.job, event.message))
+        };
+        if let Err(error) = written {
+            tracing::debug!(%error, "cannot write progress");
+        }
+    }
+}

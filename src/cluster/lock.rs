@@ -1,0 +1,283 @@
+//! The per-tool lock (SPEC §6): a `coordination.k8s.io/v1` Lease that `apply` and the `watch` daemon hold while
+//! they write, renewed in the background, released on exit, taken over once expired.
+//!
+//! Every step is a compare-and-swap on the Lease's resourceVersion, so two writers racing for it cannot both win.
+
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube::api::{Api, DeleteParams, PostParams, Preconditions};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::{FIELD_MANAGER, is_conflict, is_not_found};
+
+/// The Lease's name in the tool's namespace.
+pub const LEASE_NAME: &str = "toolforge-jobs";
+
+/// How long a holder that stops renewing keeps the lock.
+pub const LEASE_DURATION: Duration = Duration::from_secs(60);
+
+/// How often a holder renews (a third of the duration, as leader election does).
+const RENEW_EVERY: Duration = Duration::from_secs(20);
+
+/// How often a writer waiting for the lock (`--wait-for-lock`) looks again.
+const RETRY_EVERY: Duration = Duration::from_secs(1);
+
+/// Why the lock was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error(
+        "the lock of namespace `{namespace}` is held by {holder} (taken {age} ago, expires in {expires_in} unless renewed); wait for it to finish, or pass `--wait-for-lock`"
+    )]
+    Held {
+        namespace: String,
+        holder: String,
+        age: String,
+        expires_in: String,
+    },
+    #[error("cannot take the lock (Lease `{namespace}/{LEASE_NAME}`)")]
+    Api {
+        namespace: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// A held lock; renewed until [`Lock::release`] (or the process ends, after which it expires).
+pub struct Lock {
+    api: Api<Lease>,
+    identity: String,
+    stop: watch::Sender<bool>,
+    renewer: JoinHandle<()>,
+}
+
+/// Who we are, for the holder field and the messages of those who wait: `apply by me@host (pid 42)`.
+pub fn identity(purpose: &str) -> String {
+    let user = std::env::var("USER").unwrap_or_else(|_| "someone".to_owned());
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map_or_else(|_| "localhost".to_owned(), |name| name.trim().to_owned());
+    format!("{purpose} by {user}@{host} (pid {})", std::process::id())
+}
+
+/// Takes the lock of `namespace` for `identity`; when it is held, waits up to `wait` for it.
+pub async fn acquire(
+    client: &kube::Client,
+    namespace: &str,
+    identity: &str,
+    wait: Option<Duration>,
+) -> Result<Lock, LockError> {
+    let api: Api<Lease> = Api::namespaced(client.clone(), namespace);
+    let deadline = wait.map(|wait| tokio::time::Instant::now() + wait);
+    let api_error = |source| LockError::Api {
+        namespace: namespace.to_owned(),
+        source,
+    };
+    loop {
+        let now = jiff::Timestamp::now();
+        let result = match api.get_opt(LEASE_NAME).await.map_err(api_error)? {
+            None => {
+                api.create(&post_params(), &lease(identity, now, None))
+                    .await
+            }
+            Some(current) => match held_by_other(&current, identity, now) {
+                None => {
+                    let mut taken = lease(identity, now, Some(&current));
+                    taken.metadata.resource_version = current.metadata.resource_version.clone();
+                    api.replace(LEASE_NAME, &post_params(), &taken).await
+                }
+                Some(held) => {
+                    if let Some(deadline) = deadline
+                        && tokio::time::Instant::now() < deadline
+                    {
+                        tracing::info!(holder = %held.holder, "waiting for the lock");
+                        tokio::time::sleep(RETRY_EVERY).await;
+                        continue;
+                    }
+                    return Err(LockError::Held {
+                        namespace: namespace.to_owned(),
+                        holder: held.holder,
+                        age: short(held.age),
+                        expires_in: short(held.expires_in),
+                    });
+                }
+            },
+        };
+        match result {
+            Ok(_) => break,
+            // Somebody else wrote the Lease between our read and our write: look again.
+            Err(error) if is_conflict(&error) => {}
+            Err(source) => return Err(api_error(source)),
+        }
+    }
+    let (stop, stopped) = watch::channel(false);
+    let renewer = tokio::spawn(renew(api.clone(), identity.to_owned(), stopped));
+    Ok(Lock {
+        api,
+        identity: identity.to_owned(),
+        stop,
+        renewer,
+    })
+}
+
+impl Lock {
+    /// Stops renewing and deletes the Lease if it is still ours.
+    pub async fn release(self) -> Result<(), kube::Error> {
+        let _ = self.stop.send(true);
+        let _ = self.renewer.await;
+        let Some(current) = self.api.get_opt(LEASE_NAME).await? else {
+            return Ok(());
+        };
+        if holder(&current) != Some(self.identity.as_str()) {
+            return Ok(());
+        }
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                resource_version: current.metadata.resource_version.clone(),
+                uid: current.metadata.uid.clone(),
+            }),
+            ..DeleteParams::default()
+        };
+        match self.api.delete(LEASE_NAME, &params).await {
+            Ok(_) => Ok(()),
+            Err(error) if is_conflict(&error) || is_not_found(&error) => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+}
+
+/// Renews the Lease every [`RENEW_EVERY`] until told to stop; gives up (with an error in the log) when somebody
+/// else took it.
+async fn renew(api: Api<Lease>, identity: String, mut stopped: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = stopped.changed() => return,
+            () = tokio::time::sleep(RENEW_EVERY) => {}
+        }
+        let current = match api.get_opt(LEASE_NAME).await {
+            Ok(Some(current)) if holder(&current) == Some(identity.as_str()) => current,
+            Ok(_) => {
+                tracing::error!("the lock was taken over by somebody else");
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot renew the lock; trying again");
+                continue;
+            }
+        };
+        let mut renewed = current.clone();
+        if let Some(spec) = renewed.spec.as_mut() {
+            spec.renew_time = Some(MicroTime(jiff::Timestamp::now()));
+        }
+        if let Err(error) = api.replace(LEASE_NAME, &post_params(), &renewed).await {
+            tracing::warn!(%error, "cannot renew the lock; trying again");
+        }
+    }
+}
+
+fn post_params() -> PostParams {
+    PostParams {
+        dry_run: false,
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+    }
+}
+
+/// A Lease held by `identity` from `now`, taking over `previous` if there is one.
+fn lease(identity: &str, now: jiff::Timestamp, previous: Option<&Lease>) -> Lease {
+    let transitions = previous
+        .and_then(|lease| lease.spec.as_ref())
+        .and_then(|spec| spec.lease_transitions)
+        .unwrap_or(0);
+    Lease {
+        metadata: ObjectMeta {
+            name: Some(LEASE_NAME.to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some(identity.to_owned()),
+            lease_duration_seconds: Some(
+                i32::try_from(LEASE_DURATION.as_secs()).unwrap_or(i32::MAX),
+            ),
+            acquire_time: Some(MicroTime(now)),
+            renew_time: Some(MicroTime(now)),
+            lease_transitions: Some(transitions + i32::from(previous.is_some())),
+            ..LeaseSpec::default()
+        }),
+    }
+}
+
+fn holder(lease: &Lease) -> Option<&str> {
+    lease
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.holder_identity.as_deref())
+        .filter(|holder| !holder.is_empty())
+}
+
+/// Somebody else's live hold on the lock.
+struct Held {
+    holder: String,
+    age: Duration,
+    expires_in: Duration,
+}
+
+/// `None` when we may take the Lease: nobody holds it, we do, or the holder stopped renewing it.
+fn held_by_other(lease: &Lease, identity: &str, now: jiff::Timestamp) -> Option<Held> {
+    let holder = holder(lease)?;
+    if holder == identity {
+        return None;
+    }
+    let spec = lease.spec.as_ref()?;
+    let renewed = spec.renew_time.as_ref().or(spec.acquire_time.as_ref())?.0;
+    let duration =
+        jiff::SignedDuration::from_secs(i64::from(spec.lease_duration_seconds.unwrap_or(0).max(0)));
+    let expires = renewed.checked_add(duration).ok()?;
+    if expires <= now {
+        return None;
+    }
+    let acquired = spec.acquire_time.as_ref().map_or(renewed, |time| time.0);
+    let to_std = |span: jiff::SignedDuration| Duration::try_from(span).unwrap_or_default();
+    Some(Held {
+        holder: holder.to_owned(),
+        age: to_std(now.duration_since(acquired)),
+        expires_in: to_std(expires.duration_since(now)),
+    })
+}
+
+/// `1m 5s`, `42s`.
+fn short(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    if seconds >= 60 {
+        format!("{}m {}s", seconds / 60, seconds % 60)
+    } else {
+        format!("{seconds}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: i64) -> jiff::Timestamp {
+        jiff::Timestamp::from_second(1_700_000_000 + seconds).unwrap()
+    }
+
+    #[test]
+    fn a_live_lease_of_another_holder_is_held_an_expired_one_is_not() {
+        let lease = lease("apply by a@h (pid 1)", at(0), None);
+        let held = held_by_other(&lease, "apply by b@h (pid 2)", at(30)).unwrap();
+        assert_eq!(held.holder, "apply by a@h (pid 1)");
+        assert_eq!(held.age, Duration::from_secs(30));
+        assert_eq!(held.expires_in, Duration::from_secs(30));
+        assert!(held_by_other(&lease, "apply by b@h (pid 2)", at(61)).is_none());
+        assert!(held_by_other(&lease, "apply by a@h (pid 1)", at(30)).is_none());
+    }
+
+    #[test]
+    fn taking_over_counts_a_transition() {
+        let first = lease("a", at(0), None);
+        let second = lease("b", at(100), Some(&first));
+        assert_eq!(second.spec.unwrap().lease_transitions, Some(1));
+    }
+}

@@ -44,7 +44,7 @@ pub struct PlanArgs {
     #[arg(long)]
     pub allow_mass_delete: bool,
 
-    /// Accept a file without jobs (which deletes every job of the inventory)
+    /// Accept a file that is an empty list, `[]`: every job of the inventory is deleted
     #[arg(long)]
     pub allow_empty: bool,
 
@@ -110,7 +110,18 @@ pub(crate) async fn prepare(
     let directory = absolute(&jobs_file::directory_of(&path));
 
     let bundled = ImageTable::bundled();
-    let Some(file) = load(&path, &bytes, &tool, &bundled, &directory, printer)? else {
+    let load = |images: &ImageTable| {
+        load(
+            &path,
+            &bytes,
+            &tool,
+            images,
+            &directory,
+            args.allow_empty,
+            printer,
+        )
+    };
+    let Some(file) = load(&bundled)? else {
         return Ok(Prepared::Invalid);
     };
 
@@ -144,7 +155,7 @@ pub(crate) async fn prepare(
     // The cluster's image table decides; validate again only when it has its own.
     let file = if snapshot.image_config.is_some() {
         let images = cluster::context::image_table(&snapshot);
-        match load(&path, &bytes, &tool, &images, &directory, printer)? {
+        match load(&images)? {
             Some(file) => file,
             None => return Ok(Prepared::Invalid),
         }
@@ -159,39 +170,7 @@ pub(crate) async fn prepare(
         ))?;
     }
 
-    let patterns = file
-        .jobs
-        .iter()
-        .flat_map(|located| &located.job.trigger_files)
-        .map(String::as_str);
-    let trigger_files = read_trigger_files(&directory, patterns)?;
-    let context = cluster::render_context(
-        &snapshot,
-        ContextInputs {
-            tool: &tool,
-            set_name: &args.set_name,
-            file_directory: &directory,
-            trigger_files,
-            uids: &Passwd,
-        },
-    )?;
-    let desired = file
-        .jobs
-        .iter()
-        .map(|located| {
-            Ok((
-                located.job.clone(),
-                render::objects(&located.job, &context)?,
-            ))
-        })
-        .collect::<Result<Vec<_>, render::RenderError>>()?;
-    let mut plan = plan::compute(
-        &desired,
-        &snapshot.live,
-        &snapshot.inventory(),
-        &context,
-        &args.options(),
-    );
+    let (desired, mut plan) = render_and_plan(&file, &snapshot, args, &tool, &directory)?;
     plan::quota::check(&mut plan, &snapshot.live, &snapshot.quotas);
     if !args.no_server_dry_run {
         cluster::dry_run::confirm(&connection.client, &namespace, &mut plan).await?;
@@ -207,13 +186,59 @@ pub(crate) async fn prepare(
     })))
 }
 
-/// Loads the file with `images`; `None` (after printing every problem) when it is invalid.
+/// Renders the file's jobs for the snapshot's cluster and plans them.
+fn render_and_plan(
+    file: &JobsFile,
+    snapshot: &Snapshot,
+    args: &PlanArgs,
+    tool: &str,
+    directory: &Path,
+) -> Result<(Vec<(Job, Rendered)>, Plan), Error> {
+    let patterns = file
+        .jobs
+        .iter()
+        .flat_map(|located| &located.job.trigger_files)
+        .map(String::as_str);
+    let trigger_files = read_trigger_files(directory, patterns)?;
+    let context = cluster::render_context(
+        snapshot,
+        ContextInputs {
+            tool,
+            set_name: &args.set_name,
+            file_directory: directory,
+            trigger_files,
+            uids: &Passwd,
+        },
+    )?;
+    let desired = file
+        .jobs
+        .iter()
+        .map(|located| {
+            Ok((
+                located.job.clone(),
+                render::objects(&located.job, &context)?,
+            ))
+        })
+        .collect::<Result<Vec<_>, render::RenderError>>()?;
+    let plan = plan::compute(
+        &desired,
+        &snapshot.live,
+        &snapshot.inventory(),
+        &context,
+        &args.options(),
+    );
+    Ok((desired, plan))
+}
+
+/// Loads the file with `images`; `None` (after printing every problem) when it is invalid. With `allow_empty`
+/// an empty list (`[]`) is a file without jobs.
 fn load(
     path: &Path,
     bytes: &[u8],
     tool: &str,
     images: &ImageTable,
     directory: &Path,
+    allow_empty: bool,
     printer: Printer,
 ) -> Result<Option<JobsFile>, Error> {
     let count_trigger_files = |pattern: &str| jobs_file::count_matches(directory, pattern);
@@ -226,6 +251,23 @@ fn load(
         .and_then(|source| config::load(source, &context));
     match loaded {
         Ok(file) => Ok(Some(file)),
+        Err(invalid)
+            if allow_empty
+                && invalid
+                    .problems
+                    .iter()
+                    .all(|problem| !problem.is_error() || problem.code == config::EMPTY_LIST) =>
+        {
+            Ok(Some(JobsFile {
+                source: invalid.source,
+                jobs: Vec::new(),
+                warnings: invalid
+                    .problems
+                    .into_iter()
+                    .filter(|problem| !problem.is_error())
+                    .collect(),
+            }))
+        }
         Err(invalid) => {
             printer.message(&render_problems(
                 &invalid.source,

@@ -40,6 +40,10 @@ pub struct JobsFile {
     pub warnings: Vec<Problem>,
 }
 
+/// The code of the problem of a file that is an empty list (`[]`): invalid, except for `apply --allow-empty`,
+/// which deletes every job with it. A file without any document stays invalid even then (a half-written file).
+pub const EMPTY_LIST: &str = "jobs::empty_list";
+
 /// A jobs file with at least one error; `problems` holds every error and warning, in file order.
 #[derive(Debug)]
 pub struct InvalidFile {
@@ -155,13 +159,11 @@ fn load_jobs(
     };
     if items.is_empty() {
         problems.push(
-            Problem::error(
-                "jobs::empty_file",
-                span_of(&root),
-                "the file defines no jobs",
-            )
-            .with_label("an empty list")
-            .with_help(EXAMPLE_HELP),
+            Problem::error(EMPTY_LIST, span_of(&root), "the file defines no jobs")
+                .with_label("an empty list")
+                .with_help(format!(
+                    "{EXAMPLE_HELP}\nTo delete every job, keep `[]` and run `apply --allow-empty`."
+                )),
         );
         return Vec::new();
     }

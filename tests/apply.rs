@@ -1,0 +1,346 @@
+//! `diff` and `apply` end to end against the local cluster: the plan after creation, after a hand edit, after
+//! TTL clean-up of a one-off, with upstream-created and foreign objects, trigger changes, pruning, the lock, and
+//! what reading the live state costs.
+
+#![allow(clippy::unwrap_used, reason = "a failing unwrap is a failing test")]
+
+mod support;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job as KubeJob;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use support::{Cluster, NAMESPACE};
+
+const JOBS: &str = "\
+- name: migrate
+  command: ./migrate.sh
+  image: python3.11
+  wait: true
+  trigger: v1
+- name: nightly
+  command: ./nightly.sh
+  image: bookworm
+  schedule: '17 3 * * *'
+- name: bot
+  command: ./bot.py
+  image: python3.11
+  continuous: true
+  mem: 1Gi
+";
+
+fn jobs(cluster: &Cluster) -> Api<KubeJob> {
+    Api::namespaced(cluster.client.clone(), NAMESPACE)
+}
+
+fn deployments(cluster: &Cluster) -> Api<Deployment> {
+    Api::namespaced(cluster.client.clone(), NAMESPACE)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diff_plans_creates_apply_creates_and_then_nothing_changes() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(JOBS);
+
+    let diff = cluster.run(&["diff"]).await;
+    diff.expect_code(3);
+    for job in ["migrate", "nightly", "bot"] {
+        assert_eq!(diff.row(job).unwrap().0, "create", "{}", diff.stdout);
+    }
+    assert!(diff.stdout.contains("Plan: 3 create"), "{}", diff.stdout);
+
+    cluster.run(&["apply"]).await.expect_code(0);
+    let job = jobs(&cluster).get("migrate").await.unwrap();
+    let deployment = deployments(&cluster).get("bot").await.unwrap();
+    assert_eq!(
+        deployment.metadata.labels.unwrap()["jobs.toolforge.org/inventory"],
+        "toolforge-jobs"
+    );
+    let inventory: ConfigMap = Api::namespaced(cluster.client.clone(), NAMESPACE)
+        .get("toolforge-jobs")
+        .await
+        .unwrap();
+    let record: Value = serde_json::from_str(&inventory.data.unwrap()["inventory.json"]).unwrap();
+    let runs = record["jobs"]["migrate"]["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["jobUid"], json!(job.metadata.uid));
+    assert_eq!(
+        runs[0]["outcome"], "succeeded",
+        "the barrier saw it succeed"
+    );
+
+    // Nothing changed: exit 0, the same bytes twice, and the live state costs a fixed number of reads.
+    cluster.local.reset_request_counts();
+    let first = cluster.run(&["diff"]).await;
+    first.expect_code(0);
+    assert_eq!(
+        cluster.requests(),
+        9,
+        "{:?}",
+        cluster.local.request_counts()
+    );
+    let second = cluster.run(&["diff"]).await;
+    assert_eq!(first.stdout, second.stdout);
+    assert_eq!(first.row("migrate").unwrap().0, "unchanged");
+    assert!(
+        first
+            .stdout
+            .contains("Plan: 3 unchanged; nothing to change"),
+        "{}",
+        first.stdout
+    );
+
+    let json = cluster.run(&["diff", "-o", "json"]).await;
+    json.expect_code(0);
+    let plan: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(plan["version"], 1);
+    assert_eq!(plan["counts"], json!({"unchanged": 3}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_edit_is_shown_as_a_repair_with_a_yaml_diff_and_apply_restores_it() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(JOBS);
+    cluster.run(&["apply"]).await.expect_code(0);
+    let before = deployments(&cluster).get("bot").await.unwrap();
+
+    let patch = json!({"spec": {"template": {"spec": {"containers": [
+        {"name": "job", "resources": {"limits": {"memory": "2Gi"}, "requests": {"memory": "1Gi"}}}
+    ]}}}});
+    deployments(&cluster)
+        .patch("bot", &PatchParams::default(), &Patch::Strategic(patch))
+        .await
+        .unwrap();
+
+    let diff = cluster.run(&["diff"]).await;
+    diff.expect_code(3);
+    assert_eq!(diff.row("bot").unwrap().0, "repair", "{}", diff.stdout);
+    assert!(
+        diff.stdout.contains("--- Deployment/bot (live)"),
+        "{}",
+        diff.stdout
+    );
+    assert!(
+        diff.stdout.contains("mem: 2.0Gi → 1.0Gi"),
+        "{}",
+        diff.stdout
+    );
+    let line = |sign: char, text: &str| {
+        diff.stdout
+            .lines()
+            .any(|line| line.starts_with(sign) && line.trim_start_matches(sign).trim() == text)
+    };
+    assert!(line('-', "memory: 2Gi"), "{}", diff.stdout);
+    assert!(line('+', "memory: 1.0Gi"), "{}", diff.stdout);
+
+    cluster.run(&["apply"]).await.expect_code(0);
+    let after = deployments(&cluster).get("bot").await.unwrap();
+    assert_eq!(after.metadata.uid, before.metadata.uid, "repaired in place");
+    cluster.run(&["diff"]).await.expect_code(0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_off_cleaned_up_after_it_ran_is_done_and_never_runs_twice() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(JOBS);
+    cluster.run(&["apply"]).await.expect_code(0);
+    let first = jobs(&cluster).get("migrate").await.unwrap();
+
+    // What the TTL controller does 30 s after the Job finished.
+    jobs(&cluster)
+        .delete("migrate", &DeleteParams::background())
+        .await
+        .unwrap();
+    let diff = cluster.run(&["diff"]).await;
+    diff.expect_code(0);
+    assert_eq!(
+        diff.row("migrate").unwrap().0,
+        "done (succeeded)",
+        "{}",
+        diff.stdout
+    );
+
+    cluster.run(&["apply"]).await.expect_code(0);
+    assert!(
+        jobs(&cluster).get_opt("migrate").await.unwrap().is_none(),
+        "no second run"
+    );
+
+    // A new trigger is a new fingerprint: it runs again.
+    cluster.write_jobs(&JOBS.replace("trigger: v1", "trigger: v2"));
+    let diff = cluster.run(&["diff"]).await;
+    diff.expect_code(3);
+    assert_eq!(diff.row("migrate").unwrap().0, "rerun", "{}", diff.stdout);
+    cluster.run(&["apply"]).await.expect_code(0);
+    let second = jobs(&cluster).get("migrate").await.unwrap();
+    assert_ne!(second.metadata.uid, first.metadata.uid);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_objects_are_adopted_without_a_restart_and_foreign_ones_are_conflicts() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(JOBS);
+    cluster.run(&["apply"]).await.expect_code(0);
+
+    // Make `bot` look created by upstream's jobs-api: no inventory, none of our labels or annotations.
+    Api::<ConfigMap>::namespaced(cluster.client.clone(), NAMESPACE)
+        .delete("toolforge-jobs", &DeleteParams::default())
+        .await
+        .unwrap();
+    let strip = json!({"metadata": {"annotations": null, "labels": {
+        "jobs.toolforge.org/inventory": null, "applyset.kubernetes.io/part-of": null}}});
+    let bot = deployments(&cluster)
+        .patch("bot", &PatchParams::default(), &Patch::Merge(strip))
+        .await
+        .unwrap();
+    // And a Deployment named `nightly-web`, not ours at all.
+    let foreign: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "nightly-web", "labels": {"app": "mine"}},
+        "spec": {"selector": {"matchLabels": {"app": "mine"}},
+            "template": {"metadata": {"labels": {"app": "mine"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}
+    }))
+    .unwrap();
+    let foreign = deployments(&cluster)
+        .create(&PostParams::default(), &foreign)
+        .await
+        .unwrap();
+    cluster.write_jobs(&format!(
+        "{JOBS}- name: nightly-web\n  command: ./web.sh\n  image: python3.11\n  continuous: true\n"
+    ));
+
+    let diff = cluster.run(&["diff"]).await;
+    diff.expect_code(1);
+    assert_eq!(diff.row("bot").unwrap().0, "adopt", "{}", diff.stdout);
+    assert_eq!(
+        diff.row("nightly-web").unwrap().0,
+        "conflict",
+        "{}",
+        diff.stdout
+    );
+
+    let apply = cluster.run(&["apply"]).await;
+    apply.expect_code(1);
+    assert!(
+        apply.stderr.contains("cannot be applied"),
+        "{}",
+        apply.stderr
+    );
+    let untouched = deployments(&cluster).get("nightly-web").await.unwrap();
+    assert_eq!(untouched.metadata.generation, foreign.metadata.generation);
+    assert_eq!(untouched.metadata.labels, foreign.metadata.labels);
+    let annotations = untouched.metadata.annotations.unwrap_or_default();
+    assert!(
+        annotations
+            .keys()
+            .all(|key| !key.starts_with("jobs.toolforge.org/")),
+        "{annotations:?}"
+    );
+
+    // Without the foreign job in the file, the adoption goes through: same object, labelled as ours.
+    cluster.write_jobs(JOBS);
+    cluster.run(&["apply"]).await.expect_code(0);
+    let adopted = deployments(&cluster).get("bot").await.unwrap();
+    assert_eq!(adopted.metadata.uid, bot.metadata.uid);
+    assert_eq!(
+        adopted.metadata.generation, bot.metadata.generation,
+        "not restarted"
+    );
+    assert!(
+        adopted
+            .metadata
+            .labels
+            .unwrap()
+            .contains_key("jobs.toolforge.org/inventory")
+    );
+    cluster.run(&["diff"]).await.expect_code(0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pruning_needs_a_confirmation_and_respects_the_guards() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(JOBS);
+    cluster.run(&["apply"]).await.expect_code(0);
+
+    let without_bot = JOBS.split("- name: bot").next().unwrap().to_owned();
+    cluster.write_jobs(&without_bot);
+    let diff = cluster.run(&["diff"]).await;
+    diff.expect_code(3);
+    assert_eq!(diff.row("bot").unwrap().0, "delete");
+
+    let unconfirmed = cluster.run(&["apply"]).await;
+    unconfirmed.expect_code(7);
+    assert!(
+        unconfirmed.stderr.contains("--yes"),
+        "{}",
+        unconfirmed.stderr
+    );
+    assert!(
+        deployments(&cluster)
+            .get_opt("bot")
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    cluster.run(&["apply", "--yes"]).await.expect_code(0);
+    assert!(
+        deployments(&cluster)
+            .get_opt("bot")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // An empty list would delete everything: invalid unless `--allow-empty` says it is meant.
+    cluster.write_jobs("[]\n");
+    let empty = cluster.run(&["apply", "--yes"]).await;
+    empty.expect_code(2);
+    assert!(empty.stderr.contains("--allow-empty"), "{}", empty.stderr);
+    let jobs_left =
+        Api::<k8s_openapi::api::batch::v1::CronJob>::namespaced(cluster.client.clone(), NAMESPACE);
+    assert!(jobs_left.get_opt("nightly").await.unwrap().is_some());
+    cluster
+        .run(&["apply", "--yes", "--allow-empty"])
+        .await
+        .expect_code(0);
+    assert!(jobs_left.get_opt("nightly").await.unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_lock_stops_apply_with_the_holder_named() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(JOBS);
+    let now = jiff::Timestamp::now().to_string();
+    let lease: Lease = serde_json::from_value(json!({
+        "metadata": {"name": "toolforge-jobs"},
+        "spec": {"holderIdentity": "watch by tools.mytool@tools-bastion (pid 7)",
+            "leaseDurationSeconds": 60, "acquireTime": now, "renewTime": now}
+    }))
+    .unwrap();
+    Api::<Lease>::namespaced(cluster.client.clone(), NAMESPACE)
+        .create(&PostParams::default(), &lease)
+        .await
+        .unwrap();
+
+    let apply = cluster.run(&["apply"]).await;
+    apply.expect_code(6);
+    assert!(
+        apply
+            .stderr
+            .contains("held by watch by tools.mytool@tools-bastion (pid 7)"),
+        "{}",
+        apply.stderr
+    );
+    assert!(
+        deployments(&cluster)
+            .get_opt("bot")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // `diff` takes no lock.
+    cluster.run(&["diff"]).await.expect_code(3);
+}

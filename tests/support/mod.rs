@@ -1,0 +1,143 @@
+//! A local cluster for the command's end-to-end tests: started in-process with controllers and a scripted
+//! kubelet, a kubeconfig for it, the tool's namespace, a jobs file in a temporary directory, and a way to run
+//! `toolforge-jobs` against it and read its exit code, stdout and stderr.
+
+#![allow(
+    dead_code,
+    unreachable_pub,
+    reason = "each test file uses the part of the harness it needs"
+)]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, PostParams};
+use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, Outcome, Script};
+
+pub const TOOL: &str = "mytool";
+pub const NAMESPACE: &str = "tool-mytool";
+const MS: Duration = Duration::from_millis(1);
+
+/// A running local cluster with the tool's namespace and a directory for the jobs file.
+pub struct Cluster {
+    pub local: LocalCluster,
+    pub client: kube::Client,
+    pub directory: tempfile::TempDir,
+    kubeconfig: PathBuf,
+}
+
+/// What one run of the command printed.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Cluster {
+    /// Pods of one-off Jobs succeed after 50 ms; every other pod runs until deleted.
+    pub async fn start() -> Self {
+        Self::start_with(Script::new(Outcome::RunForever)).await
+    }
+
+    /// Pods follow `script`; Jobs' pods without a rule of their own succeed after 50 ms.
+    pub async fn start_with(script: Script) -> Self {
+        let script = script
+            .label(
+                "app.kubernetes.io/component",
+                "jobs",
+                Outcome::Succeed { after: 50 * MS },
+            )
+            .restart_backoff(30 * MS);
+        let cluster = LocalCluster::start(Options {
+            controllers: Some(Controllers {
+                job_backoff_base: 20 * MS,
+                job_backoff_cap: 100 * MS,
+                kubelet: Some(Kubelet::Scripted(script)),
+            }),
+            ..Options::default()
+        })
+        .await
+        .expect("the local cluster starts");
+        let client = cluster.client().expect("a client");
+        let namespace: Namespace =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": NAMESPACE}})).unwrap();
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .expect("the namespace is created");
+        let directory = tempfile::tempdir().unwrap();
+        let kubeconfig = directory.path().join("kubeconfig");
+        cluster.write_kubeconfig(&kubeconfig).unwrap();
+        Cluster {
+            local: cluster,
+            client,
+            directory,
+            kubeconfig,
+        }
+    }
+
+    /// Writes the jobs file.
+    pub fn write_jobs(&self, yaml: &str) {
+        std::fs::write(self.directory.path().join("jobs.yaml"), yaml).unwrap();
+    }
+
+    /// Runs `toolforge-jobs ARGS --kubeconfig … --tool mytool -f jobs.yaml --no-color` and waits for it.
+    pub async fn run(&self, args: &[&str]) -> Run {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_toolforge-jobs"));
+        command
+            .args(args)
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(["--tool", TOOL, "--no-color", "-f"])
+            .arg(self.directory.path().join("jobs.yaml"))
+            .current_dir(self.directory.path())
+            .env_remove("RUST_LOG");
+        let output = tokio::task::spawn_blocking(move || command.output())
+            .await
+            .unwrap()
+            .expect("toolforge-jobs runs");
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// The API requests made since the last reset, as `verb resource` → count, without the watch requests
+    /// the controllers make.
+    pub fn requests(&self) -> u64 {
+        self.local.request_counts().values().sum()
+    }
+}
+
+impl Run {
+    /// Fails the test with everything printed when the exit code is not `code`.
+    #[track_caller]
+    pub fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code, code,
+            "exit code\n--- stdout\n{}\n--- stderr\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// The plan table's row for `job`: `(action, kind)`.
+    pub fn row(&self, job: &str) -> Option<(String, String)> {
+        self.stdout.lines().find_map(|line| {
+            let cells: Vec<&str> = line.split_whitespace().collect();
+            match cells.as_slice() {
+                [action, kind, name, ..] if *name == job => {
+                    Some(((*action).to_owned(), (*kind).to_owned()))
+                }
+                [action, outcome, kind, name, ..] if *name == job && outcome.starts_with('(') => {
+                    Some((format!("{action} {outcome}"), (*kind).to_owned()))
+                }
+                _ => None,
+            }
+        })
+    }
+}

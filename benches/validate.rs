@@ -5,6 +5,8 @@
 //! same file (the parsing step alone of upstream's `load`, without any validation).
 //! Run with `cargo bench --bench validate`.
 
+mod support;
+
 use std::fmt::Write as _;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -15,37 +17,8 @@ use toolforge_jobs::config::{self, Context, SourceFile};
 const JOBS: usize = 1_000;
 const RUNS: usize = 21;
 
-fn jobs_file() -> String {
-    let mut text = String::from("# generated benchmark file\n");
-    for index in 0..JOBS {
-        let job = match index % 4 {
-            0 => format!(
-                "- name: oneoff-{index}\n  command: ./migrate.sh --step {index}\n  image: python3.11\n  mem: 1Gi\n"
-            ),
-            1 => format!(
-                "- name: cron-{index}\n  command: ./report.sh > out-{index}.txt\n  image: bookworm\n  schedule: \"{} */2 * * 1-5\"\n  retry: 2\n  emails: onfailure\n",
-                index % 60
-            ),
-            2 => format!(
-                "- name: daily-{index}\n  command: ./daily.sh\n  image: tf-python311\n  schedule: \"@daily\"\n  cpu: 0.5\n"
-            ),
-            _ => format!(
-                "- name: bot-{index}\n  command: ./bot.py --shard {index}\n  image: python3.13\n  continuous: yes\n  port: {}\n  health-check-http: /healthz\n",
-                8000 + index
-            ),
-        };
-        text.push_str(&job);
-    }
-    text
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
 fn time<F: FnMut()>(mut run: F) -> Duration {
-    median(
+    support::median(
         (0..RUNS)
             .map(|_| {
                 let start = Instant::now();
@@ -57,7 +30,7 @@ fn time<F: FnMut()>(mut run: F) -> Duration {
 }
 
 fn main() {
-    let text = jobs_file();
+    let text = support::jobs_file(JOBS);
     let images = ImageTable::bundled();
     let context = Context {
         tool: "benchtool",
@@ -84,18 +57,7 @@ fn main() {
             .expect("run validate");
         assert!(status.status.success());
     });
-    let pyyaml = Command::new("python3")
-        .args([
-            "-c",
-            "import sys, time, yaml\ntext = open(sys.argv[1]).read()\nsamples = []\nfor _ in range(int(sys.argv[2])):\n    start = time.perf_counter(); yaml.safe_load(text); samples.append(time.perf_counter() - start)\nsamples.sort(); print(samples[len(samples) // 2])",
-        ])
-        .arg(&path)
-        .arg(RUNS.to_string())
-        .output()
-        .ok()
-        .and_then(|output| String::from_utf8(output.stdout).ok())
-        .and_then(|seconds| seconds.trim().parse::<f64>().ok())
-        .map(Duration::from_secs_f64);
+    let pyyaml = support::pyyaml_safe_load(&path, RUNS);
     let _ = std::fs::remove_dir_all(&directory);
 
     let mut report = String::new();

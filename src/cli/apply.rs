@@ -16,13 +16,13 @@ use kube::api::Api;
 use kube::runtime::wait::await_condition;
 
 use crate::apply::{Event, EventKind, Executor, Options, Progress};
-use crate::cli::planning::{LockRequest, PlanArgs, Planned, Prepared, prepare};
+use crate::cli::planning::{PlanArgs, Planned, Prepared, prepare};
 use crate::cli::{Error, GlobalArgs, OutputFormat, diff};
 use crate::cluster::inventory::InventoryStore;
-use crate::cluster::lock;
+use crate::cluster::lock::{self, Lock};
 use crate::output::{ExitStatus, Printer, plan as plan_view};
-use crate::plan::Action;
-use crate::render::inventory::Outcome;
+use crate::plan::{Action, Plan};
+use crate::render::inventory::{Inventory, Outcome};
 
 /// How long a `wait` one-off may take before the apply gives up on it.
 const DEFAULT_WAIT: Duration = Duration::from_secs(600);
@@ -43,6 +43,10 @@ pub struct ApplyArgs {
     /// Stop after the plan (the server still dry-runs every write)
     #[arg(long)]
     pub dry_run: bool,
+
+    /// How many writes may be in flight at once (inside a stage)
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub concurrency: u16,
 
     /// When another apply or daemon holds the lock, wait for it (at most DURATION: `90s`, `5m`)
     #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "10m", value_parser = parse_duration)]
@@ -65,17 +69,31 @@ pub(crate) async fn run(
     args: &ApplyArgs,
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
-    let lock = (!args.dry_run).then(|| LockRequest {
-        identity: lock::identity("apply"),
-        wait: args.wait_for_lock,
-    });
     let global = &GlobalArgs {
         file: args.load_file.clone().or_else(|| global.file.clone()),
         ..global.clone()
     };
-    let planned = match prepare(global, &args.plan, lock, printer).await? {
+    let mut planned = match prepare(global, &args.plan, args.dry_run, printer).await? {
         Prepared::Planned(planned) => *planned,
         Prepared::Invalid => return Ok(ExitStatus::Invalid),
+    };
+    // Nothing to write needs no lock: a no-op apply costs what a `diff` does. Otherwise plan again under the
+    // lock, so that nobody changes what the plan was made from.
+    let lock = if args.dry_run || !needs_writes(&planned.plan, &planned.snapshot.inventory()) {
+        None
+    } else {
+        let lock = lock::acquire(
+            &planned.connection.client,
+            &planned.namespace,
+            &lock::identity("apply"),
+            args.wait_for_lock,
+        )
+        .await?;
+        if let Err(error) = planned.refresh(&args.plan).await {
+            release(lock).await;
+            return Err(error);
+        }
+        Some(lock)
     };
     let json = global.output == OutputFormat::Json;
     if json {
@@ -91,12 +109,25 @@ pub(crate) async fn run(
         ))?;
     }
     let status = carry_out(&planned, args, json, printer).await;
-    if let Some(lock) = planned.lock
-        && let Err(error) = lock.release().await
-    {
-        tracing::warn!(%error, "cannot release the lock; it expires by itself");
+    if let Some(lock) = lock {
+        release(lock).await;
     }
     status
+}
+
+/// Whether carrying out `plan` writes anything: a change, or an unchanged job whose inventory record is missing
+/// (the inventory was deleted by hand; the objects still carry our labels).
+fn needs_writes(plan: &Plan, inventory: &Inventory) -> bool {
+    plan.has_changes()
+        || plan.actions.iter().any(|action| {
+            action.action == Action::Unchanged && !inventory.jobs.contains_key(&action.job)
+        })
+}
+
+async fn release(lock: Lock) {
+    if let Err(error) = lock.release().await {
+        tracing::warn!(%error, "cannot release the lock; it expires by itself");
+    }
 }
 
 async fn carry_out(
@@ -114,6 +145,9 @@ async fn carry_out(
             ExitStatus::Changes => ExitStatus::Success,
             other => other,
         });
+    }
+    if !needs_writes(plan, &planned.snapshot.inventory()) {
+        return Ok(ExitStatus::Success);
     }
     let prunes: Vec<&str> = plan
         .actions
@@ -147,7 +181,10 @@ async fn carry_out(
         rendered,
         inventory,
         Arc::new(Lines { json, printer }),
-        Options::default(),
+        Options {
+            concurrency: usize::from(args.concurrency),
+            ..Options::default()
+        },
     );
     let interrupted = executor.interrupt_flag();
     let watcher = tokio::spawn(async move {

@@ -16,7 +16,7 @@ pub(crate) async fn run(
     args: &PlanArgs,
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
-    let planned = match prepare(global, args, None, printer).await? {
+    let planned = match prepare(global, args, true, printer).await? {
         Prepared::Planned(planned) => planned,
         Prepared::Invalid => return Ok(ExitStatus::Invalid),
     };

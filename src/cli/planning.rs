@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::cli::{Error, GlobalArgs, jobs_file, tool_name};
-use crate::cluster::lock::{self, Lock};
 use crate::cluster::{self, Connection, ContextInputs, Passwd, Snapshot, Target};
 use crate::config::diagnostic::render as render_problems;
 use crate::config::image::ImageTable;
@@ -52,7 +51,7 @@ pub struct PlanArgs {
     #[arg(long = "set", value_name = "NAME", default_value = DEFAULT_SET_NAME)]
     pub set_name: String,
 
-    /// Skip the server-side dry run of the planned writes
+    /// Skip the server-side dry run of the planned writes (`diff`, `apply --dry-run`)
     #[arg(long)]
     pub no_server_dry_run: bool,
 }
@@ -75,18 +74,37 @@ pub(crate) struct Planned {
     pub(crate) connection: Connection,
     pub(crate) namespace: String,
     pub(crate) set_name: String,
+    tool: String,
+    directory: PathBuf,
+    file: JobsFile,
     /// The file's jobs, rendered, in file order.
     pub(crate) desired: Vec<(Job, Rendered)>,
     pub(crate) snapshot: Snapshot,
     pub(crate) plan: Plan,
-    /// The lock, when one was asked for; taken before the live state was read.
-    pub(crate) lock: Option<Lock>,
 }
 
-/// Taking the lock before reading (`apply`): who we are and how long to wait for a holder.
-pub(crate) struct LockRequest {
-    pub(crate) identity: String,
-    pub(crate) wait: Option<std::time::Duration>,
+impl Planned {
+    /// Reads the live state again and plans again: `apply` does so once it holds the lock, so that it carries
+    /// out a plan nobody else can invalidate.
+    pub(crate) async fn refresh(&mut self, args: &PlanArgs) -> Result<(), Error> {
+        self.snapshot = Box::pin(cluster::read(
+            &self.connection.client,
+            &self.namespace,
+            &self.set_name,
+        ))
+        .await?;
+        let (desired, mut plan) = render_and_plan(
+            &self.file,
+            &self.snapshot,
+            args,
+            &self.tool,
+            &self.directory,
+        )?;
+        plan::quota::check(&mut plan, &self.snapshot.live, &self.snapshot.quotas);
+        self.desired = desired;
+        self.plan = plan;
+        Ok(())
+    }
 }
 
 /// How far `prepare` got.
@@ -101,7 +119,7 @@ pub(crate) enum Prepared {
 pub(crate) async fn prepare(
     global: &GlobalArgs,
     args: &PlanArgs,
-    lock: Option<LockRequest>,
+    server_dry_run: bool,
     printer: Printer,
 ) -> Result<Prepared, Error> {
     let path = jobs_file::locate(global)?;
@@ -132,18 +150,6 @@ pub(crate) async fn prepare(
     .await?;
     // `--namespace` names the tool (`tool-<tool>`); the tool names the namespace.
     let namespace = format!("tool-{tool}");
-    let lock = match lock {
-        Some(request) => Some(
-            lock::acquire(
-                &connection.client,
-                &namespace,
-                &request.identity,
-                request.wait,
-            )
-            .await?,
-        ),
-        None => None,
-    };
     // Nine requests in flight make a large future: keep it on the heap.
     let snapshot = Box::pin(cluster::read(
         &connection.client,
@@ -172,17 +178,19 @@ pub(crate) async fn prepare(
 
     let (desired, mut plan) = render_and_plan(&file, &snapshot, args, &tool, &directory)?;
     plan::quota::check(&mut plan, &snapshot.live, &snapshot.quotas);
-    if !args.no_server_dry_run {
+    if server_dry_run && !args.no_server_dry_run {
         cluster::dry_run::confirm(&connection.client, &namespace, &mut plan).await?;
     }
     Ok(Prepared::Planned(Box::new(Planned {
         connection,
         namespace,
         set_name: args.set_name.clone(),
+        tool,
+        directory,
+        file,
         desired,
         snapshot,
         plan,
-        lock,
     })))
 }
 

@@ -3,6 +3,7 @@
 //!
 //! Every step is a compare-and-swap on the Lease's resourceVersion, so two writers racing for it cannot both win.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -48,7 +49,8 @@ pub enum LockError {
 /// A held lock; renewed until [`Lock::release`] (or the process ends, after which it expires).
 pub struct Lock {
     api: Api<Lease>,
-    identity: String,
+    /// The Lease as we last wrote it: renewing and releasing are guarded by its resourceVersion.
+    held: Arc<Mutex<Lease>>,
     stop: watch::Sender<bool>,
     renewer: JoinHandle<()>,
 }
@@ -74,7 +76,7 @@ pub async fn acquire(
         namespace: namespace.to_owned(),
         source,
     };
-    loop {
+    let written = loop {
         let now = jiff::Timestamp::now();
         let result = match api.get_opt(LEASE_NAME).await.map_err(api_error)? {
             None => {
@@ -105,37 +107,34 @@ pub async fn acquire(
             },
         };
         match result {
-            Ok(_) => break,
+            Ok(written) => break written,
             // Somebody else wrote the Lease between our read and our write: look again.
             Err(error) if is_conflict(&error) => {}
             Err(source) => return Err(api_error(source)),
         }
-    }
+    };
+    let held = Arc::new(Mutex::new(written));
     let (stop, stopped) = watch::channel(false);
-    let renewer = tokio::spawn(renew(api.clone(), identity.to_owned(), stopped));
+    let renewer = tokio::spawn(renew(api.clone(), Arc::clone(&held), stopped));
     Ok(Lock {
         api,
-        identity: identity.to_owned(),
+        held,
         stop,
         renewer,
     })
 }
 
 impl Lock {
-    /// Stops renewing and deletes the Lease if it is still ours.
+    /// Stops renewing and deletes the Lease if it is still as we last wrote it (a conflict means somebody took
+    /// it over after it expired: theirs now).
     pub async fn release(self) -> Result<(), kube::Error> {
         let _ = self.stop.send(true);
         let _ = self.renewer.await;
-        let Some(current) = self.api.get_opt(LEASE_NAME).await? else {
-            return Ok(());
-        };
-        if holder(&current) != Some(self.identity.as_str()) {
-            return Ok(());
-        }
+        let metadata = lock_held(&self.held).metadata.clone();
         let params = DeleteParams {
             preconditions: Some(Preconditions {
-                resource_version: current.metadata.resource_version.clone(),
-                uid: current.metadata.uid.clone(),
+                resource_version: metadata.resource_version,
+                uid: metadata.uid,
             }),
             ..DeleteParams::default()
         };
@@ -147,33 +146,33 @@ impl Lock {
     }
 }
 
-/// Renews the Lease every [`RENEW_EVERY`] until told to stop; gives up (with an error in the log) when somebody
-/// else took it.
-async fn renew(api: Api<Lease>, identity: String, mut stopped: watch::Receiver<bool>) {
+/// Renews the Lease every [`RENEW_EVERY`] until told to stop, guarded by the resourceVersion we last wrote; gives
+/// up (with an error in the log) when somebody else changed it.
+async fn renew(api: Api<Lease>, held: Arc<Mutex<Lease>>, mut stopped: watch::Receiver<bool>) {
     loop {
         tokio::select! {
             _ = stopped.changed() => return,
             () = tokio::time::sleep(RENEW_EVERY) => {}
         }
-        let current = match api.get_opt(LEASE_NAME).await {
-            Ok(Some(current)) if holder(&current) == Some(identity.as_str()) => current,
-            Ok(_) => {
-                tracing::error!("the lock was taken over by somebody else");
-                return;
-            }
-            Err(error) => {
-                tracing::warn!(%error, "cannot renew the lock; trying again");
-                continue;
-            }
-        };
-        let mut renewed = current.clone();
+        let mut renewed = lock_held(&held).clone();
         if let Some(spec) = renewed.spec.as_mut() {
             spec.renew_time = Some(MicroTime(jiff::Timestamp::now()));
         }
-        if let Err(error) = api.replace(LEASE_NAME, &post_params(), &renewed).await {
-            tracing::warn!(%error, "cannot renew the lock; trying again");
+        match api.replace(LEASE_NAME, &post_params(), &renewed).await {
+            Ok(written) => *lock_held(&held) = written,
+            Err(error) if is_conflict(&error) || is_not_found(&error) => {
+                tracing::error!("the lock was taken over by somebody else");
+                return;
+            }
+            Err(error) => tracing::warn!(%error, "cannot renew the lock; trying again"),
         }
     }
+}
+
+/// The Lease as last written; a panic elsewhere cannot leave it half-updated (it is replaced whole).
+fn lock_held(held: &Mutex<Lease>) -> std::sync::MutexGuard<'_, Lease> {
+    held.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn post_params() -> PostParams {

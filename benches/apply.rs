@@ -1,0 +1,234 @@
+//! Benchmark: `diff` and `apply` against the local cluster (API server only, no controllers), with the API
+//! requests each makes as counted by the cluster, and baselines measured in the same run:
+//!
+//! 1. `apply` of 300 new jobs;
+//! 2. `diff` of the same 300 jobs, nothing changed (issue target: ≤ 5 requests);
+//! 3. a no-op `apply` of the 300 jobs vs `kubectl apply -f` of the same rendered objects, also a no-op (target:
+//!    ≥ 10× faster);
+//! 4. 100 changed jobs with 5 ms of latency per request: `apply` vs `apply --concurrency 1`, the
+//!    one-request-at-a-time loop (target ≥ 5×).
+//!
+//! Run with `cargo bench --bench apply`; needs kubectl on PATH for the baseline of 3.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, PostParams};
+use toolforge_local_cluster::{LocalCluster, Options};
+
+const JOBS: usize = 300;
+const CHANGED: usize = 100;
+const TOOL: &str = "benchtool";
+
+/// 300 jobs: a third scheduled, a third continuous (half of them with a port, so a Service), a third one-off.
+fn jobs_file(command_suffix: &str, changed: usize) -> String {
+    let mut text = String::new();
+    for index in 0..JOBS {
+        let suffix = if index < changed { command_suffix } else { "" };
+        let job = match index % 3 {
+            0 => format!(
+                "- name: cron-{index}\n  command: ./report.sh {index}{suffix}\n  image: bookworm\n  schedule: \"{} * * * *\"\n",
+                index % 60
+            ),
+            1 => {
+                let port = if index % 2 == 0 {
+                    format!("  port: {}\n", 8000 + index)
+                } else {
+                    String::new()
+                };
+                format!(
+                    "- name: bot-{index}\n  command: ./bot.py {index}{suffix}\n  image: python3.11\n  continuous: true\n{port}"
+                )
+            }
+            _ => format!(
+                "- name: once-{index}\n  command: ./once.sh {index}{suffix}\n  image: bookworm\n"
+            ),
+        };
+        text.push_str(&job);
+    }
+    text
+}
+
+struct Bench {
+    cluster: LocalCluster,
+    directory: tempfile::TempDir,
+}
+
+struct Measured {
+    elapsed: Duration,
+    requests: u64,
+    writes: u64,
+    code: i32,
+    stdout: String,
+}
+
+impl Bench {
+    fn kubeconfig(&self) -> std::path::PathBuf {
+        self.directory.path().join("kubeconfig")
+    }
+
+    /// Runs a command and measures its wall time and the requests the cluster saw.
+    fn measure(&self, command: &mut Command) -> Measured {
+        self.cluster.reset_request_counts();
+        let start = Instant::now();
+        let output = command.output().expect("the command runs");
+        let elapsed = start.elapsed();
+        let counts = self.cluster.request_counts();
+        let requests = counts.values().sum();
+        let writes = counts
+            .iter()
+            .filter(|((verb, _), _)| {
+                matches!(verb.as_str(), "create" | "update" | "patch" | "delete")
+            })
+            .map(|(_, count)| count)
+            .sum();
+        assert!(
+            output.status.code().is_some(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        Measured {
+            elapsed,
+            requests,
+            writes,
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        }
+    }
+
+    fn ours(&self, args: &[&str]) -> Measured {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_toolforge-jobs"));
+        command
+            .args(args)
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig())
+            .args(["--tool", TOOL, "--no-color", "-f"])
+            .arg(self.directory.path().join("jobs.yaml"));
+        self.measure(&mut command)
+    }
+
+    fn kubectl(&self, file: &Path) -> Measured {
+        let mut command = Command::new("kubectl");
+        command
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig())
+            .arg("--cache-dir")
+            .arg(self.directory.path().join("kube-cache"))
+            .args(["apply", "-f"])
+            .arg(file);
+        self.measure(&mut command)
+    }
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
+}
+
+#[tokio::main]
+async fn main() {
+    let cluster = LocalCluster::start(Options::default())
+        .await
+        .expect("cluster starts");
+    let client = cluster.client().expect("client");
+    for name in ["tool-benchtool", "tool-kubectl"] {
+        let namespace: Namespace =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": name}})).expect("valid");
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .expect("namespace");
+    }
+    let directory = tempfile::tempdir().expect("temp dir");
+    cluster
+        .write_kubeconfig(&directory.path().join("kubeconfig"))
+        .expect("kubeconfig");
+    let bench = Bench { cluster, directory };
+    let jobs = bench.directory.path().join("jobs.yaml");
+    let mut report = String::new();
+
+    // The rendered objects, for kubectl: the writes of the plan against the empty namespace.
+    std::fs::write(&jobs, jobs_file("", 0)).expect("write");
+    let plan =
+        tokio::task::block_in_place(|| bench.ours(&["diff", "-o", "json", "--no-server-dry-run"]));
+    let plan: serde_json::Value = serde_json::from_str(&plan.stdout).expect("plan JSON");
+    let items: Vec<serde_json::Value> = plan["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .flat_map(|action| action["writes"].as_array().cloned().unwrap_or_default())
+        .map(|write| {
+            let mut manifest = write["manifest"].clone();
+            manifest["metadata"]["namespace"] = serde_json::json!("tool-kubectl");
+            manifest
+        })
+        .collect();
+    let objects = items.len();
+    let list = bench.directory.path().join("objects.json");
+    std::fs::write(
+        &list,
+        serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string(),
+    )
+    .expect("write");
+
+    tokio::task::block_in_place(|| {
+        let created = bench.ours(&["apply"]);
+        assert_eq!(created.code, 0, "{}", created.stdout);
+        let _ = writeln!(
+            report,
+            "1. apply of {JOBS} new jobs ({objects} objects): {:.0} ms, {} requests ({} writes)",
+            ms(created.elapsed),
+            created.requests,
+            created.writes
+        );
+
+        let diff = bench.ours(&["diff"]);
+        assert_eq!(diff.code, 0);
+        let _ = writeln!(
+            report,
+            "2. diff of {JOBS} unchanged jobs: {:.0} ms, {} requests (target <= 5)",
+            ms(diff.elapsed),
+            diff.requests
+        );
+
+        let noop = bench.ours(&["apply"]);
+        assert_eq!(noop.code, 0);
+        let first_kubectl = bench.kubectl(&list);
+        assert_eq!(first_kubectl.code, 0, "kubectl apply failed");
+        let kubectl = bench.kubectl(&list);
+        let _ = writeln!(
+            report,
+            "3. no-op apply of {JOBS} jobs: {:.0} ms, {} requests, {} writes; kubectl apply -f of the {objects} objects (no-op): {:.0} ms, {} requests, {} writes -> {:.1}x faster (target >= 10x)",
+            ms(noop.elapsed),
+            noop.requests,
+            noop.writes,
+            ms(kubectl.elapsed),
+            kubectl.requests,
+            kubectl.writes,
+            kubectl.elapsed.as_secs_f64() / noop.elapsed.as_secs_f64()
+        );
+
+        bench.cluster.set_latency(Duration::from_millis(5));
+        std::fs::write(&jobs, jobs_file(" --changed", CHANGED)).expect("write");
+        let concurrent = bench.ours(&["apply"]);
+        assert_eq!(concurrent.code, 0, "{}", concurrent.stdout);
+        std::fs::write(&jobs, jobs_file(" --changed-again", CHANGED)).expect("write");
+        let sequential = bench.ours(&["apply", "--concurrency", "1"]);
+        assert_eq!(sequential.code, 0, "{}", sequential.stdout);
+        let _ = writeln!(
+            report,
+            "4. {CHANGED} changed jobs, 5 ms latency per request: apply {:.0} ms ({} requests), one request at a time {:.0} ms ({} requests) -> {:.1}x faster (target >= 5x)",
+            ms(concurrent.elapsed),
+            concurrent.requests,
+            ms(sequential.elapsed),
+            sequential.requests,
+            sequential.elapsed.as_secs_f64() / concurrent.elapsed.as_secs_f64()
+        );
+    });
+    #[expect(clippy::print_stdout, reason = "a benchmark reports on stdout")]
+    {
+        print!("{report}");
+    }
+}

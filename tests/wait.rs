@@ -113,10 +113,19 @@ fn failure(outcome: Outcome) -> FailureReport {
 
 #[tokio::test]
 async fn a_job_that_completes_succeeds_after_reporting_its_running_pod() {
-    let (_cluster, client) = start(Script::new(Run::Succeed { after: 300 * MS })).await;
+    let (cluster, client) = start(Script::new(Run::Succeed { after: 300 * MS })).await;
     let target = create_job(&client, "hello", "busybox", &json!({})).await;
     let (outcome, progress, _) = wait_job(&client, &target, PATIENCE).await;
     assert_eq!(outcome, Outcome::Succeeded);
+    // Watched, not polled: one list per watch, no GET.
+    assert_eq!(cluster.request_count("get", "jobs"), 0);
+    assert_eq!(
+        (
+            cluster.request_count("list", "jobs"),
+            cluster.request_count("list", "pods")
+        ),
+        (1, 1)
+    );
     assert!(
         progress.iter().any(|p| p.phase == Phase::Running
             && p.message.starts_with("pod `hello-")
@@ -480,7 +489,7 @@ async fn wait_deployment(
 
 #[tokio::test]
 async fn a_deployment_rollout_succeeds_only_once_our_generation_is_fully_available() {
-    let (_cluster, client) = start(Script::new(Run::RunForever).start_delay(100 * MS)).await;
+    let (cluster, client) = start(Script::new(Run::RunForever).start_delay(100 * MS)).await;
     let first = apply_deployment(&client, "web", "busybox:1", &json!({})).await;
     let (outcome, progress, _) = wait_deployment(&client, &first).await;
     assert_eq!(outcome, Outcome::Succeeded);
@@ -489,10 +498,17 @@ async fn a_deployment_rollout_succeeds_only_once_our_generation_is_fully_availab
         "{progress:?}"
     );
 
+    // A failing read is retried: the server's 500 is transient.
+    cluster.inject_fault(Fault::new("get", "deployments", 500, 1));
     let second = apply_deployment(&client, "web", "busybox:2", &json!({})).await;
     assert_eq!(second.generation, first.generation + 1);
     let (outcome, progress, _) = wait_deployment(&client, &second).await;
     assert_eq!(outcome, Outcome::Succeeded, "{progress:?}");
+    assert_eq!(
+        cluster.request_count("get", "deployments"),
+        3,
+        "one read per wait, one retried"
+    );
     // Not fooled by the first rollout's status: the new ReplicaSet runs every replica, the old one none.
     let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
     let status = deployments

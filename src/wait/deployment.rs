@@ -6,6 +6,8 @@
 //!
 //! The judge ([`judge`]) is a pure function of what the watches saw, tested below without a cluster.
 
+use std::time::Duration;
+
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
@@ -28,33 +30,37 @@ pub async fn deployment(
     deadline: Instant,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Outcome, WaitError> {
+    let started = Instant::now();
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &target.namespace);
     // One read for the pod selector; the verdict comes only from the watches opened after it.
-    let read = tokio::time::timeout_at(deadline, deployments.get_opt(&target.name)).await;
-    let current = match read {
-        Err(_) => {
+    let found = match read(&deployments, &target.name, deadline).await {
+        Ok(Some(found)) => found,
+        Ok(None) => {
             return Ok(Outcome::TimedOut(Progress {
                 phase: Phase::Watching,
                 message: format!("reading Deployment `{}`", target.name),
-                elapsed: std::time::Duration::ZERO,
+                elapsed: started.elapsed(),
             }));
         }
-        Ok(Err(source)) => {
+        Err(source) => {
             return Err(WaitError::Read {
                 name: target.name.clone(),
                 namespace: target.namespace.clone(),
                 source,
             });
         }
-        Ok(Ok(current)) => current,
     };
-    let Some(current) = current.filter(|d| d.uid().as_deref() == Some(target.uid.as_str())) else {
+    let Some(current) = found
+        .as_ref()
+        .filter(|d| d.uid().as_deref() == Some(target.uid.as_str()))
+    else {
+        let replaced = found.is_some();
         return Ok(Outcome::Failed(Box::new(report(
             target,
-            Cause::Deleted { replaced: false },
+            Cause::Deleted { replaced },
         ))));
     };
-    let selector = match_labels(&current);
+    let selector = match_labels(current);
     let watches = Watches::open(
         client,
         &target.namespace,
@@ -84,6 +90,36 @@ pub async fn deployment(
             Outcome::Failed(report)
         }
     })
+}
+
+/// Reads the Deployment (`Some(None)`: it does not exist), retrying transient errors (5xx, 429, no connection)
+/// with back-off; `None` when `deadline` passed first.
+async fn read(
+    deployments: &Api<Deployment>,
+    name: &str,
+    deadline: Instant,
+) -> Result<Option<Option<Deployment>>, kube::Error> {
+    let mut pause = Duration::from_millis(100);
+    loop {
+        match tokio::time::timeout_at(deadline, deployments.get_opt(name)).await {
+            Err(_) => return Ok(None),
+            Ok(Ok(found)) => return Ok(Some(found)),
+            Ok(Err(error)) if is_transient(&error) && Instant::now() + pause < deadline => {
+                tracing::debug!(%error, "reading the Deployment failed, retrying");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(5));
+            }
+            Ok(Err(error)) => return Err(error),
+        }
+    }
+}
+
+fn is_transient(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(status) => status.code == 429 || status.code >= 500,
+        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
+        _ => false,
+    }
 }
 
 /// The Deployment's `matchLabels` as a label selector (empty: none; pods are matched by owner anyway).

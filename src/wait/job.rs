@@ -11,7 +11,7 @@ use kube::api::Api;
 use kube::{Client, ResourceExt};
 use tokio::time::Instant;
 
-use super::observe::{Decision, Finish, LogRequest, Observed, Selectors, Step, Watches};
+use super::observe::{Decision, Finish, LogRequest, Observed, Selectors, Step, Watches, last_seen};
 use super::pods;
 use super::report::{self, Cause, FailureReport, MAX_PODS, Workload};
 use super::{JobTarget, Outcome, Phase, Progress, WaitError};
@@ -94,6 +94,12 @@ fn judge(observed: &Observed, target: &JobTarget) -> Step {
         };
         return Step::Done(failed(observed, target, cause));
     }
+    // A refusal counts while the Job has no pod, and only when no pod was created after it (a retry since).
+    let newest_pod = observed
+        .pods
+        .all()
+        .filter_map(|pod| Some(pod.metadata.creation_timestamp.as_ref()?.0))
+        .max();
     let status = job.status.clone().unwrap_or_default();
     if status.active.unwrap_or(0) == 0
         && let Some(event) = observed
@@ -101,6 +107,7 @@ fn judge(observed: &Observed, target: &JobTarget) -> Step {
             .into_iter()
             .rev()
             .find(|event| event.reason.as_deref() == Some("FailedCreate"))
+        && newest_pod.is_none_or(|created| last_seen(event).is_none_or(|seen| seen >= created))
     {
         let cause = Cause::FailedCreate {
             message: event.message.clone().unwrap_or_default(),
@@ -229,6 +236,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use kube::runtime::watcher::Event::{Apply, Delete};
 
     use crate::wait::observe::tests::{event, observed};
@@ -372,6 +380,34 @@ mod tests {
             "the cause is not repeated: {:?}",
             report.events
         );
+    }
+
+    #[test]
+    fn a_failed_create_older_than_the_newest_pod_is_not_a_failure() {
+        let mut refused = event(
+            "u1",
+            "Job",
+            "FailedCreate",
+            "Internal error occurred: webhook timed out",
+        );
+        refused.last_timestamp = Some(Time("2026-01-01T10:00:00Z".parse().expect("time")));
+        let mut retried = pod(
+            "backup-b",
+            &json!({"terminated": {"exitCode": 1, "reason": "Error"}}),
+            &json!({}),
+            0,
+        );
+        retried.metadata.creation_timestamp =
+            Some(Time("2026-01-01T10:00:05Z".parse().expect("time")));
+        retried.status.as_mut().expect("status").phase = Some("Failed".to_owned());
+        let mut seen = observed();
+        seen.jobs.apply(Apply(job("u1", &json!({"failed": 1}))));
+        seen.events.apply(Apply(refused));
+        seen.pods.apply(Apply(retried));
+        assert!(matches!(
+            judge(&seen, &target()),
+            Step::Wait(Phase::Retrying, _)
+        ));
     }
 
     #[test]

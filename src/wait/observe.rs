@@ -153,7 +153,7 @@ impl Observed {
 }
 
 /// When an Event last happened, as precisely as it says.
-fn last_seen(event: &Event) -> Option<jiff::Timestamp> {
+pub(crate) fn last_seen(event: &Event) -> Option<jiff::Timestamp> {
     event
         .last_timestamp
         .as_ref()

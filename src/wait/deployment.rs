@@ -14,7 +14,7 @@ use kube::api::Api;
 use kube::{Client, Resource, ResourceExt};
 use tokio::time::Instant;
 
-use super::observe::{Decision, Finish, LogRequest, Observed, Selectors, Step, Watches};
+use super::observe::{Decision, LogRequest, Observed, Selectors, Step, Watches};
 use super::pods;
 use super::report::{self, Cause, FailureReport, MAX_PODS, Workload};
 use super::{DeploymentTarget, Outcome, Phase, Progress, WaitError};
@@ -71,25 +71,13 @@ pub async fn deployment(
             ..Selectors::default()
         },
     );
-    let (finish, _) = watches
-        .drive(deadline, progress, |observed| judge(observed, target))
+    let finish = watches
+        .drive(started, deadline, progress, |observed| {
+            judge(observed, target)
+        })
         .await?;
-    Ok(match finish {
-        Finish::TimedOut(last) => Outcome::TimedOut(last),
-        Finish::Done(Decision::Succeeded | Decision::CleanedUp) => Outcome::Succeeded,
-        Finish::Done(Decision::Failed(mut report, request)) => {
-            let pods: Api<Pod> = Api::namespaced(client.clone(), &target.namespace);
-            report::attach_log(
-                &mut report,
-                &pods,
-                target.file_log.as_deref(),
-                request.as_ref(),
-                deadline,
-            )
-            .await;
-            Outcome::Failed(report)
-        }
-    })
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &target.namespace);
+    Ok(report::conclude(finish, &pods, target.file_log.as_deref(), deadline).await)
 }
 
 /// Reads the Deployment (`Some(None)`: it does not exist), retrying transient errors (5xx, 429, no connection)

@@ -11,7 +11,7 @@ use kube::api::Api;
 use kube::{Client, ResourceExt};
 use tokio::time::Instant;
 
-use super::observe::{Decision, Finish, LogRequest, Observed, Selectors, Step, Watches, last_seen};
+use super::observe::{Decision, LogRequest, Observed, Selectors, Step, Watches, last_seen};
 use super::pods;
 use super::report::{self, Cause, FailureReport, MAX_PODS, Workload};
 use super::{JobTarget, Outcome, Phase, Progress, WaitError};
@@ -25,6 +25,7 @@ pub async fn job(
     deadline: Instant,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Outcome, WaitError> {
+    let started = Instant::now();
     let watches = Watches::open(
         client,
         &target.namespace,
@@ -34,26 +35,13 @@ pub async fn job(
             ..Selectors::default()
         },
     );
-    let (finish, _) = watches
-        .drive(deadline, progress, |observed| judge(observed, target))
+    let finish = watches
+        .drive(started, deadline, progress, |observed| {
+            judge(observed, target)
+        })
         .await?;
-    Ok(match finish {
-        Finish::TimedOut(last) => Outcome::TimedOut(last),
-        Finish::Done(Decision::Succeeded) => Outcome::Succeeded,
-        Finish::Done(Decision::CleanedUp) => Outcome::CleanedUp,
-        Finish::Done(Decision::Failed(mut report, request)) => {
-            let pods: Api<Pod> = Api::namespaced(client.clone(), &target.namespace);
-            report::attach_log(
-                &mut report,
-                &pods,
-                target.file_log.as_deref(),
-                request.as_ref(),
-                deadline,
-            )
-            .await;
-            Outcome::Failed(report)
-        }
-    })
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &target.namespace);
+    Ok(report::conclude(finish, &pods, target.file_log.as_deref(), deadline).await)
 }
 
 /// Where the Job stands, or the verdict.

@@ -1,5 +1,5 @@
 //! What the watches of a wait have seen ([`Observed`]), and the loop that feeds it and asks a judge after every
-//! change ([`drive`]).
+//! change ([`Watches::drive`]).
 //!
 //! Each watch is a kube-runtime watcher: a consistent LIST, then a WATCH from the list's resourceVersion, relisting
 //! on 410 and retrying transient errors with back-off. Nothing is judged before every watch has delivered its first
@@ -242,14 +242,14 @@ impl Watches {
     }
 
     /// Feeds the watches into [`Observed`] and asks `judge` after every change, until it decides or `deadline`
-    /// passes. `progress` gets every new [`Progress`].
+    /// passes. `progress` gets every new [`Progress`], its time counted from `started`.
     pub(crate) async fn drive(
         mut self,
+        started: Instant,
         deadline: Instant,
         progress: &mut dyn FnMut(&Progress),
         judge: impl Fn(&Observed) -> Step,
-    ) -> Result<(Finish, Observed), WaitError> {
-        let started = Instant::now();
+    ) -> Result<Finish, WaitError> {
         let mut last = Progress {
             phase: Phase::Watching,
             message: "reading the current state".to_owned(),
@@ -263,7 +263,7 @@ impl Watches {
                 biased;
                 () = &mut timeout => {
                     last.elapsed = started.elapsed();
-                    return Ok((Finish::TimedOut(last), self.observed));
+                    return Ok(Finish::TimedOut(last));
                 }
                 update = self.streams.next() => update,
             };
@@ -276,9 +276,9 @@ impl Watches {
             match judge(&self.observed) {
                 Step::Done(decision @ Decision::Failed(..)) => {
                     let decision = self.settle(deadline, &judge).await.unwrap_or(decision);
-                    return Ok((Finish::Done(decision), self.observed));
+                    return Ok(Finish::Done(decision));
                 }
-                Step::Done(decision) => return Ok((Finish::Done(decision), self.observed)),
+                Step::Done(decision) => return Ok(Finish::Done(decision)),
                 Step::Wait(phase, message) => {
                     if (phase, message.as_str()) != (last.phase, last.message.as_str()) {
                         last = Progress {

@@ -2,7 +2,7 @@
 //! Events, the last lines of the log and where the full log is — and its text for a person.
 //!
 //! Building the report is pure (the judges in `job` and `deployment`) except for the log tail, which
-//! [`attach_log`] reads from the file log in the tool home or from `pods/log`.
+//! [`conclude`] reads from the file log in the tool home or from `pods/log`.
 
 use std::fmt;
 use std::io::{Read, Seek, SeekFrom};
@@ -12,8 +12,8 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, LogParams};
 use tokio::time::Instant;
 
-use super::LOG_TAIL_LINES;
-use super::observe::{LogRequest, Observed};
+use super::observe::{Decision, Finish, LogRequest, Observed};
+use super::{LOG_TAIL_LINES, Outcome};
 
 /// At most this many failing pods are listed (the newest); the rest are counted.
 pub(crate) const MAX_PODS: usize = 5;
@@ -404,9 +404,27 @@ pub(crate) fn is_crash(reason: &str) -> bool {
     matches!(reason, "CrashLoopBackOff" | "RunContainerError")
 }
 
+/// The outcome of a finished wait; a failure's report gets its log tail (see [`attach_log`]).
+pub(crate) async fn conclude(
+    finish: Finish,
+    pods: &Api<Pod>,
+    file_log: Option<&Path>,
+    deadline: Instant,
+) -> Outcome {
+    match finish {
+        Finish::TimedOut(last) => Outcome::TimedOut(last),
+        Finish::Done(Decision::Succeeded) => Outcome::Succeeded,
+        Finish::Done(Decision::CleanedUp) => Outcome::CleanedUp,
+        Finish::Done(Decision::Failed(mut report, request)) => {
+            attach_log(&mut report, pods, file_log, request.as_ref(), deadline).await;
+            Outcome::Failed(report)
+        }
+    }
+}
+
 /// Adds the log tail and the full log's location to `report`: from the file log when it can be read, else from
 /// `pods/log` of `request`, read before `deadline` (a log not read in time is left out).
-pub(crate) async fn attach_log(
+async fn attach_log(
     report: &mut FailureReport,
     pods: &Api<Pod>,
     file_log: Option<&Path>,

@@ -225,6 +225,20 @@ async fn an_image_pull_error_fails_the_job_early_instead_of_waiting_for_a_deadli
         "job `pull` failed: pod `{pod}` cannot start ({reason})\n"
     )));
     assert_eq!(report.log, None, "the container never ran");
+    let events: Vec<(&str, &str)> = report
+        .events
+        .iter()
+        .map(|e| (e.reason.as_str(), e.message.as_str()))
+        .collect();
+    assert_eq!(
+        events,
+        [(
+            "Failed",
+            "Failed to pull image \"nope:1\": rpc error: code = NotFound desc = failed to pull and unpack image \
+             \"nope:1\": failed to resolve reference \"nope:1\": not found"
+        )],
+        "the pull error, not the bare `Error: ErrImagePull`"
+    );
     let jobs: Api<Job> = Api::default_namespaced(client.clone());
     let job = jobs.get("pull").await.expect("job");
     assert_eq!(
@@ -265,6 +279,11 @@ async fn a_crash_looping_job_fails_after_the_grace_restarts_with_the_crashed_run
         "{text}"
     );
     assert!(text.contains("-c job --previous`"), "{text}");
+    assert!(
+        report.events.iter().all(|e| e.reason != "BackOff"),
+        "restarts are on the pod's line: {:?}",
+        report.events
+    );
 }
 
 #[tokio::test]

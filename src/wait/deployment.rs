@@ -312,7 +312,7 @@ fn failed(
     let request: Option<LogRequest> = problems.first().and_then(pods::log_request);
     let uids: Vec<&str> = uids.iter().map(String::as_str).collect();
     let mut report = report(target, cause);
-    report.events = report::relevant_events(observed, &uids, &report.cause);
+    report.events = report::relevant_events(observed, &uids, &report.cause, &problems);
     report.pods = problems;
     report.more_pods = more_pods;
     Decision::Failed(Box::new(report), request)

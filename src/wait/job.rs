@@ -202,7 +202,7 @@ fn failed(observed: &Observed, target: &JobTarget, cause: Cause) -> Decision {
             .filter(|pod| problems.iter().any(|p| p.pod == pod.name_any()))
             .filter_map(|pod| pod.metadata.uid.as_deref()),
     );
-    let events = report::relevant_events(observed, &uids, &cause);
+    let events = report::relevant_events(observed, &uids, &cause, &problems);
     Decision::Failed(
         Box::new(FailureReport {
             job: target.job.clone(),

@@ -147,7 +147,8 @@ impl Observed {
                     .is_some_and(|uid| uids.contains(&uid))
             })
             .collect();
-        found.sort_by_key(|event| last_seen(event));
+        // Same-second Events keep the order of their names, which client-go derives from a nanosecond clock.
+        found.sort_by_key(|event| (last_seen(event), event.metadata.name.clone()));
         found
     }
 }

@@ -339,7 +339,11 @@ impl fmt::Display for PodProblem {
         match &self.state {
             ContainerState::Waiting { reason, message } => {
                 write!(f, "waiting ({reason})")?;
-                if let Some(message) = message.as_deref().filter(|m| !m.is_empty()) {
+                // A crash loop's message only names the back-off and the pod; restarts and the last run say more.
+                if let Some(message) = message
+                    .as_deref()
+                    .filter(|m| !m.is_empty() && !is_crash(reason))
+                {
                     write!(f, ": {message}")?;
                 }
             }
@@ -381,6 +385,7 @@ pub(crate) fn relevant_events(
     observed: &Observed,
     uids: &[&str],
     cause: &Cause,
+    pods: &[PodProblem],
 ) -> Vec<WarningEvent> {
     let repeats_cause = |event: &WarningEvent| match cause {
         Cause::Condition {
@@ -389,11 +394,25 @@ pub(crate) fn relevant_events(
         Cause::FailedCreate { message } => event.message == *message,
         Cause::Pod { .. } | Cause::Deleted { .. } => false,
     };
+    // The kubelet's `Error: ImagePullBackOff` and `Back-off restarting failed container` say no more than the
+    // pod's line of the report.
+    let repeats_pod = |event: &WarningEvent| {
+        let bare_reason = event
+            .message
+            .strip_prefix("Error: ")
+            .is_some_and(|reason| !reason.contains(char::is_whitespace));
+        bare_reason
+            || (event.reason == "BackOff"
+                && event
+                    .message
+                    .starts_with("Back-off restarting failed container")
+                && pods.iter().any(|pod| pod.pod == event.name))
+    };
     let events: Vec<WarningEvent> = observed
         .warnings_about(uids)
         .into_iter()
         .map(WarningEvent::from_event)
-        .filter(|event| !repeats_cause(event))
+        .filter(|event| !repeats_cause(event) && !repeats_pod(event))
         .collect();
     let skip = events.len().saturating_sub(MAX_EVENTS);
     events.into_iter().skip(skip).collect()
@@ -607,8 +626,8 @@ mod tests {
         assert_eq!(
             failed.to_string(),
             "job `backup` did not roll out: pod `web-abc-x` keeps crashing (CrashLoopBackOff)
-  pod `web-abc-x`, container `web`: waiting (CrashLoopBackOff): back-off 20s restarting failed container; \
-restarted 2 times; last run killed for using more memory than its limit (OOMKilled, exit code 137)
+  pod `web-abc-x`, container `web`: waiting (CrashLoopBackOff); restarted 2 times; last run killed for using \
+more memory than its limit (OOMKilled, exit code 137)
   full log: `/data/project/t/web.err` in the tool's home"
         );
     }

@@ -199,6 +199,27 @@ async fn a_job_past_its_backoff_limit_reports_the_reason_exit_codes_and_the_last
 }
 
 #[tokio::test]
+async fn a_job_past_its_active_deadline_fails_with_deadline_exceeded() {
+    let (_cluster, client) = start(Script::new(Run::RunForever)).await;
+    let spec = json!({"activeDeadlineSeconds": 1});
+    let target = create_job(&client, "slow", "busybox", &spec).await;
+    let (outcome, progress, _) = wait_job(&client, &target, PATIENCE).await;
+    assert!(
+        progress.iter().any(|p| p.phase == Phase::Running),
+        "{progress:?}"
+    );
+    let report = failure(outcome);
+    assert_eq!(report.cause.reason(), "DeadlineExceeded");
+    // The local cluster removes a Job pod deleted while running at once (docs/local-cluster.md), so no pod line.
+    assert!(
+        report.to_string().starts_with(
+            "job `slow` failed: DeadlineExceeded: Job was active longer than specified deadline"
+        ),
+        "{report}"
+    );
+}
+
+#[tokio::test]
 async fn an_image_pull_error_fails_the_job_early_instead_of_waiting_for_a_deadline() {
     let (_cluster, client) =
         start(Script::new(Run::Succeed { after: 10 * MS }).image("nope:1", Run::ImagePullError))

@@ -371,7 +371,17 @@ impl fmt::Display for Termination {
                 self.exit_code
             )?;
         } else {
-            write!(f, "exited with code {} ({})", self.exit_code, self.reason)?;
+            // 128 + N is how a runtime reports a process killed by signal N.
+            let signal = match self.exit_code {
+                137 => ", killed by SIGKILL",
+                143 => ", killed by SIGTERM",
+                _ => "",
+            };
+            write!(
+                f,
+                "exited with code {} ({}{signal})",
+                self.exit_code, self.reason
+            )?;
         }
         if let Some(message) = self.message.as_deref().filter(|m| !m.trim().is_empty()) {
             write!(f, ": {}", message.trim_end())?;
@@ -652,6 +662,27 @@ more memory than its limit (OOMKilled, exit code 137)
             "job `backup` failed: pods cannot be created: Error creating: pods \"backup-1\" is forbidden: \
 exceeded quota: tool"
         );
+    }
+
+    #[test]
+    fn a_termination_by_signal_names_the_signal() {
+        let killed = |exit_code| {
+            Termination {
+                reason: "Error".to_owned(),
+                exit_code,
+                message: Some("deadline\n".to_owned()),
+            }
+            .to_string()
+        };
+        assert_eq!(
+            killed(143),
+            "exited with code 143 (Error, killed by SIGTERM): deadline"
+        );
+        assert_eq!(
+            killed(137),
+            "exited with code 137 (Error, killed by SIGKILL): deadline"
+        );
+        assert_eq!(killed(1), "exited with code 1 (Error): deadline");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! Each test checks the outcome and what a person reads in the failure report. Delays are shortened through
 //! `Controllers` and `Script` so each test takes about a second or less.
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -96,6 +97,34 @@ async fn wait_job(
     .await
     .expect("watches work");
     (outcome, seen, started.elapsed())
+}
+
+/// Waits for `target` and, once a progress report satisfies `when`, runs `meanwhile` (so that it happens while
+/// the waiter watches, without guessing a sleep).
+async fn wait_job_and(
+    client: &Client,
+    target: &JobTarget,
+    when: impl Fn(&Progress) -> bool,
+    meanwhile: impl Future<Output = ()>,
+) -> Outcome {
+    let reached = tokio::sync::Notify::new();
+    let mut record = |p: &Progress| {
+        if when(p) {
+            reached.notify_one();
+        }
+    };
+    let waiting = Box::pin(wait::job(
+        client,
+        target,
+        Instant::now() + PATIENCE,
+        &mut record,
+    ));
+    let act = async {
+        reached.notified().await;
+        meanwhile.await;
+    };
+    let (outcome, ()) = tokio::join!(waiting, act);
+    outcome.expect("watches work")
 }
 
 /// `count` lines `PREFIX 1` … `PREFIX count`, each ended by a newline.
@@ -331,7 +360,6 @@ async fn a_job_whose_pods_are_refused_by_quota_fails_with_the_failed_create_mess
     let message = "Error creating: pods \"big-x2b4k\" is forbidden: exceeded quota: tool-quota, requested: \
                    limits.memory=8Gi, used: limits.memory=0, limited: limits.memory=4Gi";
     let refuse = async {
-        tokio::time::sleep(200 * MS).await;
         let event: Event = serde_json::from_value(json!({
             "metadata": {"name": "big.quota"},
             "involvedObject": {"kind": "Job", "namespace": "default", "name": "big", "uid": target.uid,
@@ -346,11 +374,8 @@ async fn a_job_whose_pods_are_refused_by_quota_fails_with_the_failed_create_mess
             .await
             .expect("event created");
     };
-    let ((outcome, progress, _), ()) = tokio::join!(wait_job(&client, &target, PATIENCE), refuse);
-    assert!(
-        progress.iter().any(|p| p.message == "the Job is suspended"),
-        "{progress:?}"
-    );
+    let suspended = |p: &Progress| p.message == "the Job is suspended";
+    let outcome = wait_job_and(&client, &target, suspended, refuse).await;
     let report = failure(outcome);
     assert_eq!(
         report.cause,
@@ -368,28 +393,14 @@ async fn a_job_whose_pods_are_refused_by_quota_fails_with_the_failed_create_mess
 async fn a_job_deleted_before_it_finished_is_a_failure() {
     let (_cluster, client) = start(Script::new(Run::RunForever)).await;
     let target = create_job(&client, "doomed", "busybox", &json!({})).await;
-    // Deleted while its pod runs.
-    let running = tokio::sync::Notify::new();
-    let mut record = |p: &Progress| {
-        if p.phase == Phase::Running {
-            running.notify_one();
-        }
-    };
-    let waiting = Box::pin(wait::job(
-        &client,
-        &target,
-        Instant::now() + PATIENCE,
-        &mut record,
-    ));
     let delete = async {
-        running.notified().await;
         let jobs: Api<Job> = Api::default_namespaced(client.clone());
         jobs.delete("doomed", &DeleteParams::background())
             .await
             .expect("deleted");
     };
-    let (outcome, ()) = tokio::join!(waiting, delete);
-    let outcome = outcome.expect("watches work");
+    // Deleted while its pod runs.
+    let outcome = wait_job_and(&client, &target, |p| p.phase == Phase::Running, delete).await;
     let report = failure(outcome);
     assert_eq!(report.cause, Cause::Deleted { replaced: false });
     assert!(

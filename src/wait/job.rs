@@ -121,7 +121,10 @@ fn where_it_stands(job: &Job, live: &[&Pod]) -> (Phase, String) {
     if let Some(pod) = live.iter().find(|pod| pods::phase(pod) == "Running") {
         let restarts = pods::problem(pod, false)
             .filter(|problem| problem.restarts > 0)
-            .map(|problem| format!(", restarted {} times", problem.restarts))
+            .map(|problem| match problem.restarts {
+                1 => ", restarted once".to_owned(),
+                n => format!(", restarted {n} times"),
+            })
             .unwrap_or_default();
         return (
             Phase::Running,

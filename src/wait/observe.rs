@@ -1,0 +1,488 @@
+//! What the watches of a wait have seen ([`Observed`]), and the loop that feeds it and asks a judge after every
+//! change ([`Watches::drive`]).
+//!
+//! Each watch is a kube-runtime watcher: a consistent LIST, then a WATCH from the list's resourceVersion, relisting
+//! on 410 and retrying transient errors with back-off. Nothing is judged before every watch has delivered its first
+//! complete list, so a verdict never rests on a half-read state. Deleted objects keep their last state (a failure
+//! report still shows the pod the Job controller deleted).
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+
+use futures::stream::{BoxStream, SelectAll};
+use futures::{StreamExt, stream};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::{Api, ListParams};
+use kube::runtime::watcher::{self, watcher};
+use kube::runtime::{WatchStreamExt, watcher::Event as Seen};
+use kube::{Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use tokio::time::Instant;
+
+use super::report::FailureReport;
+use super::{Phase, Progress, WaitError};
+
+/// The objects of one kind a watch has seen, by UID.
+#[derive(Debug)]
+pub(crate) struct Cache<K> {
+    /// Whether a complete list has arrived (always true for kinds this wait does not watch).
+    synced: bool,
+    current: BTreeMap<String, K>,
+    /// The last state of objects deleted while watched.
+    gone: BTreeMap<String, K>,
+    /// Objects of a relist in progress, swapped in when it is done.
+    relist: Option<BTreeMap<String, K>>,
+}
+
+impl<K: Resource + Clone> Cache<K> {
+    fn new(watched: bool) -> Self {
+        Cache {
+            synced: !watched,
+            current: BTreeMap::new(),
+            gone: BTreeMap::new(),
+            relist: None,
+        }
+    }
+
+    pub(crate) fn apply(&mut self, seen: Seen<K>) {
+        match seen {
+            Seen::Init => self.relist = Some(BTreeMap::new()),
+            Seen::InitApply(object) => {
+                if let Some(listed) = &mut self.relist {
+                    listed.insert(key(&object), object);
+                }
+            }
+            Seen::InitDone => {
+                let listed = self.relist.take().unwrap_or_default();
+                let before = std::mem::replace(&mut self.current, listed);
+                for (uid, object) in before {
+                    if !self.current.contains_key(&uid) {
+                        self.gone.insert(uid, object);
+                    }
+                }
+                for uid in self.current.keys() {
+                    self.gone.remove(uid);
+                }
+                self.synced = true;
+            }
+            Seen::Apply(object) => {
+                let uid = key(&object);
+                self.gone.remove(&uid);
+                self.current.insert(uid, object);
+            }
+            Seen::Delete(object) => {
+                let uid = key(&object);
+                self.current.remove(&uid);
+                self.gone.insert(uid, object);
+            }
+        }
+    }
+
+    /// The object with this UID, if it exists now.
+    pub(crate) fn get(&self, uid: &str) -> Option<&K> {
+        self.current.get(uid)
+    }
+
+    /// The last state of the object with this UID, if it was deleted while watched.
+    pub(crate) fn gone(&self, uid: &str) -> Option<&K> {
+        self.gone.get(uid)
+    }
+
+    /// The objects that exist now.
+    pub(crate) fn current(&self) -> impl Iterator<Item = &K> {
+        self.current.values()
+    }
+
+    /// Every object seen: those that exist now, then the deleted ones.
+    pub(crate) fn all(&self) -> impl Iterator<Item = &K> {
+        self.current.values().chain(self.gone.values())
+    }
+}
+
+fn key<K: Resource>(object: &K) -> String {
+    object.uid().unwrap_or_else(|| object.name_any())
+}
+
+/// One item from one of the watches.
+pub(crate) enum Update {
+    Job(watcher::Result<Seen<Job>>),
+    Deployment(watcher::Result<Seen<Deployment>>),
+    ReplicaSet(watcher::Result<Seen<ReplicaSet>>),
+    Pod(watcher::Result<Seen<Pod>>),
+    Event(watcher::Result<Seen<Event>>),
+}
+
+/// Everything the watches of one wait have seen.
+#[derive(Debug)]
+pub(crate) struct Observed {
+    pub(crate) jobs: Cache<Job>,
+    pub(crate) deployments: Cache<Deployment>,
+    pub(crate) replica_sets: Cache<ReplicaSet>,
+    pub(crate) pods: Cache<Pod>,
+    /// The namespace's Warning Events.
+    pub(crate) events: Cache<Event>,
+}
+
+impl Observed {
+    fn synced(&self) -> bool {
+        self.jobs.synced
+            && self.deployments.synced
+            && self.replica_sets.synced
+            && self.pods.synced
+            && self.events.synced
+    }
+
+    /// Warning Events about any of these objects (by UID), newest last.
+    pub(crate) fn warnings_about<'a>(&'a self, uids: &[&str]) -> Vec<&'a Event> {
+        let mut found: Vec<&Event> = self
+            .events
+            .current()
+            .filter(|event| {
+                event
+                    .involved_object
+                    .uid
+                    .as_deref()
+                    .is_some_and(|uid| uids.contains(&uid))
+            })
+            .collect();
+        // Same-second Events keep the order of their names, which client-go derives from a nanosecond clock.
+        found.sort_by_key(|event| (last_seen(event), event.metadata.name.clone()));
+        found
+    }
+}
+
+/// When an Event last happened, as precisely as it says.
+pub(crate) fn last_seen(event: &Event) -> Option<jiff::Timestamp> {
+    event
+        .last_timestamp
+        .as_ref()
+        .map(|time| time.0)
+        .or_else(|| event.event_time.as_ref().map(|time| time.0))
+        .or_else(|| event.first_timestamp.as_ref().map(|time| time.0))
+        .or_else(|| {
+            event
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .map(|time| time.0)
+        })
+}
+
+/// The watches a wait opens, merged into one stream.
+pub(crate) struct Watches {
+    client: kube::Client,
+    namespace: String,
+    /// The pods' label selector, when pods are watched.
+    pods: Option<String>,
+    streams: SelectAll<BoxStream<'static, Update>>,
+    observed: Observed,
+}
+
+/// Which kinds a wait watches, with their selectors.
+#[derive(Debug, Default)]
+pub(crate) struct Selectors {
+    /// Jobs: a field selector.
+    pub(crate) jobs: Option<String>,
+    /// Deployments: a field selector.
+    pub(crate) deployments: Option<String>,
+    /// `ReplicaSet`s: a label selector (`None`: not watched; empty: every one).
+    pub(crate) replica_sets: Option<String>,
+    /// Pods: a label selector (`None`: not watched; empty: every one).
+    pub(crate) pods: Option<String>,
+}
+
+impl Watches {
+    /// Opens the watches: the selected kinds, and always the namespace's Warning Events.
+    pub(crate) fn open(client: &kube::Client, namespace: &str, selectors: &Selectors) -> Self {
+        let mut streams = Vec::new();
+        if let Some(fields) = &selectors.jobs {
+            let jobs: Api<Job> = Api::namespaced(client.clone(), namespace);
+            streams.push(open(
+                jobs,
+                watcher::Config::default().fields(fields),
+                Update::Job,
+            ));
+        }
+        if let Some(fields) = &selectors.deployments {
+            let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+            streams.push(open(
+                deployments,
+                watcher::Config::default().fields(fields),
+                Update::Deployment,
+            ));
+        }
+        if let Some(labels) = &selectors.replica_sets {
+            let sets: Api<ReplicaSet> = Api::namespaced(client.clone(), namespace);
+            streams.push(open(sets, labelled(labels), Update::ReplicaSet));
+        }
+        if let Some(labels) = &selectors.pods {
+            let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+            streams.push(open(pods, labelled(labels), Update::Pod));
+        }
+        let events: Api<Event> = Api::namespaced(client.clone(), namespace);
+        streams.push(open(
+            events,
+            watcher::Config::default().fields("type=Warning"),
+            Update::Event,
+        ));
+        Watches {
+            client: client.clone(),
+            namespace: namespace.to_owned(),
+            pods: selectors.pods.clone(),
+            streams: stream::select_all(streams),
+            observed: Observed {
+                jobs: Cache::new(selectors.jobs.is_some()),
+                deployments: Cache::new(selectors.deployments.is_some()),
+                replica_sets: Cache::new(selectors.replica_sets.is_some()),
+                pods: Cache::new(selectors.pods.is_some()),
+                events: Cache::new(true),
+            },
+        }
+    }
+
+    /// Feeds the watches into [`Observed`] and asks `judge` after every change, until it decides or `deadline`
+    /// passes. `progress` gets every new [`Progress`], its time counted from `started`.
+    pub(crate) async fn drive(
+        mut self,
+        started: Instant,
+        deadline: Instant,
+        progress: &mut dyn FnMut(&Progress),
+        judge: impl Fn(&Observed) -> Step,
+    ) -> Result<Finish, WaitError> {
+        let mut last = Progress {
+            phase: Phase::Watching,
+            message: "reading the current state".to_owned(),
+            elapsed: started.elapsed(),
+        };
+        progress(&last);
+        let timeout = tokio::time::sleep_until(deadline);
+        tokio::pin!(timeout);
+        loop {
+            let update = tokio::select! {
+                biased;
+                () = &mut timeout => {
+                    last.elapsed = started.elapsed();
+                    return Ok(Finish::TimedOut(last));
+                }
+                update = self.streams.next() => update,
+            };
+            // Invariant: watcher streams retry forever and never end, so neither does their merge.
+            let update = update.expect("watch streams never end");
+            self.apply(update)?;
+            if !self.observed.synced() {
+                continue;
+            }
+            match judge(&self.observed) {
+                Step::Done(decision @ Decision::Failed(..)) => {
+                    let decision = self.settle(deadline, &judge).await.unwrap_or(decision);
+                    return Ok(Finish::Done(decision));
+                }
+                Step::Done(decision) => return Ok(Finish::Done(decision)),
+                Step::Wait(phase, message) => {
+                    if (phase, message.as_str()) != (last.phase, last.message.as_str()) {
+                        last = Progress {
+                            phase,
+                            message,
+                            elapsed: started.elapsed(),
+                        };
+                        progress(&last);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads the pods and Warning Events once more and judges again: the watches are separate streams, so the
+    /// Job's `Failed` condition can arrive before the pod watch delivered the last pod's exit. Only a failure counts
+    /// (the verdict is already known); a read that fails or misses the deadline changes nothing.
+    async fn settle(
+        &mut self,
+        deadline: Instant,
+        judge: &impl Fn(&Observed) -> Step,
+    ) -> Option<Decision> {
+        let events: Api<Event> = Api::namespaced(self.client.clone(), &self.namespace);
+        let warnings = ListParams::default().fields("type=Warning");
+        let events = tokio::time::timeout_at(deadline, events.list(&warnings)).await;
+        for event in events.ok()?.ok()?.items {
+            self.observed.events.apply(Seen::Apply(event));
+        }
+        if let Some(labels) = &self.pods {
+            let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
+            let pods =
+                tokio::time::timeout_at(deadline, pods.list(&ListParams::default().labels(labels)))
+                    .await;
+            for pod in pods.ok()?.ok()?.items {
+                self.observed.pods.apply(Seen::Apply(pod));
+            }
+        }
+        match judge(&self.observed) {
+            Step::Done(decision @ Decision::Failed(..)) => Some(decision),
+            Step::Done(_) | Step::Wait(..) => None,
+        }
+    }
+
+    fn apply(&mut self, update: Update) -> Result<(), WaitError> {
+        let observed = &mut self.observed;
+        let failed = match update {
+            Update::Job(seen) => seen
+                .map(|seen| observed.jobs.apply(seen))
+                .err()
+                .map(|e| ("jobs", e)),
+            Update::Deployment(seen) => seen
+                .map(|seen| observed.deployments.apply(seen))
+                .err()
+                .map(|e| ("deployments", e)),
+            Update::ReplicaSet(seen) => seen
+                .map(|seen| observed.replica_sets.apply(seen))
+                .err()
+                .map(|e| ("replicasets", e)),
+            Update::Pod(seen) => seen
+                .map(|seen| observed.pods.apply(seen))
+                .err()
+                .map(|e| ("pods", e)),
+            Update::Event(seen) => seen
+                .map(|seen| observed.events.apply(seen))
+                .err()
+                .map(|e| ("events", e)),
+        };
+        match failed {
+            Some((resource, source)) if is_permanent(&source) => Err(WaitError::Watch {
+                resource,
+                namespace: self.namespace.clone(),
+                source,
+            }),
+            Some((resource, source)) => {
+                tracing::debug!(resource, error = %source, "watch failed, retrying");
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+fn labelled(labels: &str) -> watcher::Config {
+    let config = watcher::Config::default();
+    if labels.is_empty() {
+        config
+    } else {
+        config.labels(labels)
+    }
+}
+
+fn open<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    wrap: fn(watcher::Result<Seen<K>>) -> Update,
+) -> BoxStream<'static, Update>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+{
+    watcher(api, config).default_backoff().map(wrap).boxed()
+}
+
+/// Errors that retrying cannot cure: the server refused the request itself.
+fn is_permanent(error: &watcher::Error) -> bool {
+    let refused = |error: &kube::Error| matches!(error, kube::Error::Api(status) if matches!(status.code, 400 | 401 | 403 | 404 | 422));
+    match error {
+        watcher::Error::InitialListFailed(error) | watcher::Error::WatchStartFailed(error) => {
+            refused(error)
+        }
+        watcher::Error::WatchError(_) | watcher::Error::WatchFailed(_) => false,
+        watcher::Error::NoResourceVersion => true,
+    }
+}
+
+/// A judge's answer after a change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Not decided: where it stands.
+    Wait(Phase, String),
+    /// Decided.
+    Done(Decision),
+}
+
+/// A verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Decision {
+    Succeeded,
+    CleanedUp,
+    /// The report without its log, and which pod's log to read.
+    Failed(Box<FailureReport>, Option<LogRequest>),
+}
+
+/// A pod container whose log belongs in the failure report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LogRequest {
+    pub(crate) pod: String,
+    pub(crate) container: String,
+    /// Read the run before the last restart.
+    pub(crate) previous: bool,
+}
+
+/// How [`Watches::drive`] ended.
+#[derive(Debug)]
+pub(crate) enum Finish {
+    Done(Decision),
+    TimedOut(Progress),
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// What a wait of every kind saw after empty lists: ready to judge.
+    pub(crate) fn observed() -> Observed {
+        Observed {
+            jobs: Cache::new(false),
+            deployments: Cache::new(false),
+            replica_sets: Cache::new(false),
+            pods: Cache::new(false),
+            events: Cache::new(false),
+        }
+    }
+
+    /// A Warning Event about the object with this UID.
+    pub(crate) fn event(uid: &str, kind: &str, reason: &str, message: &str) -> Event {
+        serde_json::from_value(json!({
+            "metadata": {"name": format!("{uid}.{reason}"), "uid": format!("{uid}-{reason}")},
+            "involvedObject": {"uid": uid, "kind": kind, "name": format!("name-of-{uid}")},
+            "type": "Warning", "reason": reason, "message": message, "count": 1,
+        }))
+        .expect("valid event")
+    }
+
+    fn pod(uid: &str) -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": uid, "uid": uid}})).expect("valid pod")
+    }
+
+    #[test]
+    fn a_relist_keeps_the_last_state_of_objects_that_went_missing() {
+        let mut cache: Cache<Pod> = Cache::new(true);
+        assert!(!cache.synced);
+        cache.apply(Seen::Init);
+        cache.apply(Seen::InitApply(pod("a")));
+        cache.apply(Seen::InitApply(pod("b")));
+        assert!(
+            !cache.synced && cache.get("a").is_none(),
+            "nothing before the list is done"
+        );
+        cache.apply(Seen::InitDone);
+        assert!(cache.synced);
+        cache.apply(Seen::Delete(pod("a")));
+        assert!(cache.get("a").is_none() && cache.gone("a").is_some());
+        cache.apply(Seen::Init);
+        cache.apply(Seen::InitApply(pod("c")));
+        cache.apply(Seen::InitDone);
+        let current: Vec<_> = cache.current().map(ResourceExt::name_any).collect();
+        assert_eq!(current, ["c"]);
+        assert!(
+            cache.gone("b").is_some(),
+            "missing from the relist: deleted"
+        );
+        assert_eq!(cache.all().count(), 3);
+    }
+}

@@ -11,8 +11,11 @@ use k8s_openapi::api::batch::v1::Job as KubeJob;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use std::time::Duration;
+
 use serde_json::{Value, json};
 use support::{Cluster, NAMESPACE};
+use toolforge_local_cluster::{Outcome, Script};
 
 const JOBS: &str = "\
 - name: migrate
@@ -343,4 +346,81 @@ async fn a_held_lock_stops_apply_with_the_holder_named() {
     );
     // `diff` takes no lock.
     cluster.run(&["diff"]).await.expect_code(3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_wait_one_off_stops_the_jobs_after_it_and_reports_why() {
+    let script = Script::new(Outcome::RunForever).label(
+        "app.kubernetes.io/name",
+        "migrate",
+        Outcome::Exit {
+            code: 3,
+            after: Duration::from_millis(20),
+        },
+    );
+    let cluster = Cluster::start_with(script).await;
+    cluster.write_jobs(JOBS);
+
+    let apply = cluster.run(&["apply"]).await;
+    apply.expect_code(4);
+    assert!(
+        apply.stderr.contains("BackoffLimitExceeded"),
+        "{}",
+        apply.stderr
+    );
+    assert!(
+        apply.stderr.contains("exited with code 3"),
+        "{}",
+        apply.stderr
+    );
+    assert!(
+        apply.stderr.contains("the jobs after it were not applied"),
+        "{}",
+        apply.stderr
+    );
+    assert!(
+        deployments(&cluster)
+            .get_opt("bot")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // The failure is recorded: the next apply does not run it again by itself, and says how to.
+    let diff = cluster.run(&["diff"]).await;
+    assert!(diff.stdout.contains("--retry-failed"), "{}", diff.stdout);
+    let first = jobs(&cluster).get("migrate").await.unwrap();
+    let again = cluster.run(&["apply", "--retry-failed"]).await;
+    again.expect_code(4);
+    let second = jobs(&cluster).get("migrate").await.unwrap();
+    assert_ne!(
+        first.metadata.uid, second.metadata.uid,
+        "run again on request"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_wait_fails_early_on_an_image_pull_error_and_times_out_on_a_stuck_rollout() {
+    let script = Script::new(Outcome::RunForever)
+        .label("app.kubernetes.io/name", "bot", Outcome::ImagePullError)
+        .label("app.kubernetes.io/name", "web", Outcome::NeverReady);
+    let cluster = Cluster::start_with(script).await;
+    cluster.write_jobs(JOBS);
+
+    let started = std::time::Instant::now();
+    let apply = cluster.run(&["apply", "--wait=60s"]).await;
+    apply.expect_code(4);
+    assert!(started.elapsed() < Duration::from_secs(30), "failed early");
+    assert!(
+        apply.stderr.contains("ErrImagePull") || apply.stderr.contains("ImagePullBackOff"),
+        "{}",
+        apply.stderr
+    );
+
+    cluster.write_jobs(&format!(
+        "{JOBS}- name: web\n  command: ./web.sh\n  image: python3.11\n  continuous: true\n"
+    ));
+    let stuck = cluster.run(&["apply", "--wait=2s", "--job", "web"]).await;
+    stuck.expect_code(5);
+    assert!(stuck.stderr.contains("timed out"), "{}", stuck.stderr);
 }

@@ -11,6 +11,7 @@
 //! actions; the ones in flight finish.
 
 mod event;
+mod waiting;
 mod write;
 
 use std::collections::BTreeMap;
@@ -27,6 +28,7 @@ use crate::render::Rendered;
 use crate::render::inventory::{Inventory, JobRecord, Outcome, RunRecord};
 
 pub use event::{Event, EventKind, Progress};
+pub use waiting::{Target, run_outcome};
 pub use write::WriteError;
 
 /// How `apply` runs.
@@ -36,6 +38,8 @@ pub struct Options {
     pub concurrency: usize,
     /// How long to wait for a deleted object to be gone before re-creating it.
     pub deletion_timeout: Duration,
+    /// How long each `wait` one-off may take before the jobs after it are given up (its `wait: SECONDS`).
+    pub barrier_timeouts: BTreeMap<String, Duration>,
 }
 
 impl Default for Options {
@@ -43,21 +47,27 @@ impl Default for Options {
         Self {
             concurrency: 8,
             deletion_timeout: Duration::from_secs(300),
+            barrier_timeouts: BTreeMap::new(),
         }
     }
 }
+
+/// How long a barrier waits when `Options::barrier_timeouts` does not say.
+const DEFAULT_BARRIER_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// What was done: the actions carried out, and the one-off Jobs created (job name → Job UID).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Applied {
     pub done: Vec<String>,
     pub started_jobs: BTreeMap<String, String>,
-    /// Deployments written, with the generation of our write (for the rollout wait).
-    pub deployments: BTreeMap<String, i64>,
+    /// Deployments written: job name → (UID, generation of our write), for the rollout wait.
+    pub deployments: BTreeMap<String, (String, i64)>,
     /// Set when Ctrl-C stopped the apply before every action ran.
     pub interrupted: bool,
-    /// A barrier one-off that did not succeed (the later stages were not applied), and how it ended.
-    pub failed_barrier: Option<(String, Outcome)>,
+    /// A barrier one-off that did not succeed (the later stages were not applied), and how its wait ended.
+    pub failed_barrier: Option<(String, crate::wait::Outcome)>,
+    /// The barrier one-offs waited for.
+    pub barriers: Vec<String>,
 }
 
 /// Why an apply stopped.
@@ -72,6 +82,12 @@ pub enum ApplyError {
     },
     #[error(transparent)]
     Inventory(#[from] InventoryWriteError),
+    #[error("cannot wait for job `{job}`")]
+    Wait {
+        job: String,
+        #[source]
+        source: crate::wait::WaitError,
+    },
 }
 
 /// Everything an apply needs besides the plan.
@@ -118,14 +134,10 @@ impl Executor {
         self.inventory.lock().await.current().clone()
     }
 
-    /// Carries out `plan` and returns what it did. `barrier` is called with the job name and Job UID of each
-    /// barrier one-off created, and waits for its outcome (recorded in the inventory); the next stage starts only
-    /// when it succeeded.
-    pub async fn execute<B, Fut>(&self, plan: &Plan, mut barrier: B) -> Result<Applied, ApplyError>
-    where
-        B: FnMut(String, String) -> Fut,
-        Fut: Future<Output = Outcome>,
-    {
+    /// Carries out `plan` and returns what it did. After each stage whose last job is a `wait` one-off that was
+    /// started, it waits for that Job (the outcome is recorded in the inventory); the next stage starts only when
+    /// it succeeded.
+    pub async fn execute(&self, plan: &Plan) -> Result<Applied, ApplyError> {
         let mut applied = Applied::default();
         let (prunes, main): (Vec<&PlannedAction>, Vec<&PlannedAction>) = plan
             .actions
@@ -157,8 +169,8 @@ impl Executor {
                 if let Some(uid) = outcome.job_uid {
                     applied.started_jobs.insert(outcome.job.clone(), uid);
                 }
-                if let Some(generation) = outcome.generation {
-                    applied.deployments.insert(outcome.job.clone(), generation);
+                if let Some(written) = outcome.deployment.clone() {
+                    applied.deployments.insert(outcome.job.clone(), written);
                 }
                 applied.done.push(outcome.job);
             }
@@ -169,10 +181,20 @@ impl Executor {
                 && is_barrier(last)
                 && let Some(uid) = applied.started_jobs.get(&last.job)
             {
-                let outcome = barrier(last.job.clone(), uid.clone()).await;
-                self.record_outcomes(&BTreeMap::from([(last.job.clone(), outcome)]))
-                    .await?;
-                if outcome != Outcome::Succeeded {
+                let timeout = self
+                    .options
+                    .barrier_timeouts
+                    .get(&last.job)
+                    .copied()
+                    .unwrap_or(DEFAULT_BARRIER_TIMEOUT);
+                let target = self.job_target(&last.job, uid);
+                let mut outcomes =
+                    Box::pin(self.wait_for(vec![target], tokio::time::Instant::now() + timeout))
+                        .await?;
+                applied.barriers.push(last.job.clone());
+                if let Some(outcome) = outcomes.remove(&last.job)
+                    && !outcome.is_success()
+                {
                     applied.failed_barrier = Some((last.job.clone(), outcome));
                     return Ok(applied);
                 }
@@ -337,8 +359,8 @@ struct ActionOutcome {
     job: String,
     /// The UID of the one-off Job it created.
     job_uid: Option<String>,
-    /// The generation of the Deployment it wrote.
-    generation: Option<i64>,
+    /// The UID and generation of the Deployment it wrote.
+    deployment: Option<(String, i64)>,
 }
 
 /// Actions that write nothing but whose job belongs in the inventory (an `unchanged` job whose record was lost).

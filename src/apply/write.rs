@@ -48,7 +48,7 @@ pub(super) async fn carry_out(
     let mut outcome = ActionOutcome {
         job: action.job.clone(),
         job_uid: None,
-        generation: None,
+        deployment: None,
     };
     for delete in &action.deletes {
         let written_again = action.writes.iter().any(|write| {
@@ -61,7 +61,11 @@ pub(super) async fn carry_out(
         match write.object.kind {
             ObjectKind::Job => outcome.job_uid = written.metadata.uid.clone(),
             ObjectKind::Deployment => {
-                outcome.generation = written.metadata.generation;
+                outcome.deployment = written
+                    .metadata
+                    .uid
+                    .clone()
+                    .zip(written.metadata.generation);
             }
             ObjectKind::CronJob if action.runs_now => {
                 let job = run_now(executor, &written).await?;

@@ -11,21 +11,17 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use clap::Args;
-use k8s_openapi::api::batch::v1::Job as KubeJob;
-use kube::api::Api;
-use kube::runtime::wait::await_condition;
 
 use crate::apply::{Event, EventKind, Executor, Options, Progress};
 use crate::cli::planning::{PlanArgs, Planned, Prepared, prepare};
 use crate::cli::{Error, GlobalArgs, OutputFormat, diff};
 use crate::cluster::inventory::InventoryStore;
 use crate::cluster::lock::{self, Lock};
+use crate::config::JobKind;
 use crate::output::{ExitStatus, Printer, plan as plan_view};
 use crate::plan::{Action, Plan};
-use crate::render::inventory::{Inventory, Outcome};
-
-/// How long a `wait` one-off may take before the apply gives up on it.
-const DEFAULT_WAIT: Duration = Duration::from_secs(600);
+use crate::render::inventory::Inventory;
+use crate::wait;
 
 #[derive(Debug, Args)]
 pub struct ApplyArgs {
@@ -43,6 +39,11 @@ pub struct ApplyArgs {
     /// Stop after the plan (the server still dry-runs every write)
     #[arg(long)]
     pub dry_run: bool,
+
+    /// Wait until what the apply started has finished: one-offs complete, continuous jobs rolled out (at most
+    /// DURATION: `600`, `90s`, `10m`; default 10 minutes)
+    #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "10m", value_parser = parse_duration)]
+    pub wait: Option<Duration>,
 
     /// How many writes may be in flight at once (inside a stage)
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
@@ -163,10 +164,66 @@ async fn carry_out(
         return Ok(ExitStatus::Refused);
     }
 
+    let executor = executor(planned, args, json, printer);
+    let interrupted = executor.interrupt_flag();
+    let watcher = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            interrupted.store(true, Ordering::SeqCst);
+        }
+    });
+    let result = Box::pin(executor.execute(plan)).await;
+    let applied = match result {
+        Ok(applied) => applied,
+        Err(error) => {
+            watcher.abort();
+            return Err(error.into());
+        }
+    };
+    if applied.interrupted {
+        watcher.abort();
+        printer
+            .message("interrupted: the writes in flight finished, nothing else was started\n")?;
+        return Ok(ExitStatus::Interrupted);
+    }
+    if let Some((job, outcome)) = &applied.failed_barrier {
+        watcher.abort();
+        printer.message(&format!(
+            "error: `{job}` has `wait`: the jobs after it were not applied\n"
+        ))?;
+        return Ok(wait_status([outcome]));
+    }
+    let mut status = ExitStatus::Success;
+    if let Some(wait) = args.wait {
+        let targets = executor.targets(&applied, &applied.barriers);
+        let deadline = tokio::time::Instant::now() + wait;
+        let outcomes = Box::pin(executor.wait_for(targets, deadline)).await?;
+        status = wait_status(outcomes.values());
+    }
+    watcher.abort();
+    printer.message(&format!(
+        "applied: {} of {} jobs changed\n",
+        applied.done.len(),
+        plan.actions.len()
+    ))?;
+    Ok(status)
+}
+
+fn executor(planned: &Planned, args: &ApplyArgs, json: bool, printer: Printer) -> Executor {
     let rendered = planned
         .desired
         .iter()
         .map(|(job, rendered)| (job.name.clone(), rendered.clone()))
+        .collect();
+    let barrier_timeouts = planned
+        .desired
+        .iter()
+        .filter_map(|(job, _)| match job.kind {
+            JobKind::OneOff {
+                wait: Some(seconds),
+                ..
+            } => Some((job.name.clone(), Duration::from_secs(seconds))),
+            _ => None,
+        })
         .collect();
     let inventory = InventoryStore::new(
         &planned.connection.client,
@@ -174,7 +231,7 @@ async fn carry_out(
         &planned.set_name,
         planned.snapshot.inventory.clone(),
     );
-    let executor = Executor::new(
+    Executor::new(
         planned.connection.client.clone(),
         &planned.namespace,
         planned.snapshot.live.clone(),
@@ -183,70 +240,23 @@ async fn carry_out(
         Arc::new(Lines { json, printer }),
         Options {
             concurrency: usize::from(args.concurrency),
+            barrier_timeouts,
             ..Options::default()
         },
-    );
-    let interrupted = executor.interrupt_flag();
-    let watcher = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            interrupted.store(true, Ordering::SeqCst);
-        }
-    });
-    let client = planned.connection.client.clone();
-    let namespace = planned.namespace.clone();
-    let result = executor
-        .execute(plan, |job, uid| {
-            let api: Api<KubeJob> = Api::namespaced(client.clone(), &namespace);
-            async move { barrier(&api, &job, &uid).await }
-        })
-        .await;
-    watcher.abort();
-    let applied = result?;
-    if applied.interrupted {
-        printer
-            .message("interrupted: the writes in flight finished, nothing else was started\n")?;
-        return Ok(ExitStatus::Interrupted);
-    }
-    if let Some((job, outcome)) = &applied.failed_barrier {
-        printer.message(&format!(
-            "error: job `{job}` did not succeed ({}); the jobs after it were not applied\n",
-            outcome.name()
-        ))?;
-        return Ok(ExitStatus::JobFailed);
-    }
-    printer.message(&format!(
-        "applied: {} of {} jobs changed\n",
-        applied.done.len(),
-        plan.actions.len()
-    ))?;
-    Ok(ExitStatus::Success)
+    )
 }
 
-/// Waits for a barrier one-off (by UID) to finish; `Unknown` when it vanished or took too long.
-async fn barrier(api: &Api<KubeJob>, job: &str, uid: &str) -> Outcome {
-    let finished = |object: Option<&KubeJob>| {
-        object.is_none_or(|object| {
-            object.metadata.uid.as_deref() != Some(uid) || job_outcome(object).is_some()
-        })
-    };
-    match tokio::time::timeout(DEFAULT_WAIT, await_condition(api.clone(), job, finished)).await {
-        Ok(Ok(Some(object))) if object.metadata.uid.as_deref() == Some(uid) => {
-            job_outcome(&object).unwrap_or(Outcome::Unknown)
+/// Exit 4 when a job failed, else 5 when one timed out, else 0 (SPEC §7).
+fn wait_status<'a>(outcomes: impl IntoIterator<Item = &'a wait::Outcome>) -> ExitStatus {
+    let mut status = ExitStatus::Success;
+    for outcome in outcomes {
+        match outcome {
+            wait::Outcome::Failed(_) => return ExitStatus::JobFailed,
+            wait::Outcome::TimedOut(_) => status = ExitStatus::TimedOut,
+            wait::Outcome::Succeeded | wait::Outcome::CleanedUp => {}
         }
-        _ => Outcome::Unknown,
     }
-}
-
-fn job_outcome(job: &KubeJob) -> Option<Outcome> {
-    let conditions = job.status.as_ref()?.conditions.as_ref()?;
-    conditions
-        .iter()
-        .filter(|condition| condition.status == "True")
-        .find_map(|condition| match condition.type_.as_str() {
-            "Complete" | "SuccessCriteriaMet" => Some(Outcome::Succeeded),
-            "Failed" | "FailureTarget" => Some(Outcome::Failed),
-            _ => None,
-        })
+    status
 }
 
 /// Asks on a terminal; never confirmed without one.

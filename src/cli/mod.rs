@@ -176,9 +176,15 @@ pub enum Error {
     #[error(transparent)]
     Lock(#[from] crate::cluster::lock::LockError),
     #[error("the apply stopped")]
-    Apply(#[from] crate::apply::ApplyError),
+    Apply(#[source] Box<crate::apply::ApplyError>),
     #[error(transparent)]
     Inventory(#[from] crate::cluster::inventory::InventoryWriteError),
+}
+
+impl From<crate::apply::ApplyError> for Error {
+    fn from(error: crate::apply::ApplyError) -> Self {
+        Error::Apply(Box::new(error))
+    }
 }
 
 impl Error {

@@ -15,6 +15,7 @@ use clap::Args;
 use crate::apply::{Event, EventKind, Executor, Options, Progress};
 use crate::cli::planning::{PlanArgs, Planned, Prepared, prepare};
 use crate::cli::{Error, GlobalArgs, OutputFormat, diff};
+use crate::cluster::embedded;
 use crate::cluster::inventory::InventoryStore;
 use crate::cluster::lock::{self, Lock};
 use crate::config::JobKind;
@@ -83,6 +84,14 @@ pub(crate) async fn run(
     let lock = if args.dry_run || !needs_writes(&planned.plan, &planned.snapshot.inventory()) {
         None
     } else {
+        if planned.connection.embedded.is_some() {
+            embedded::ensure_namespace(&planned.connection.client, &planned.namespace)
+                .await
+                .map_err(|source| Error::Namespace {
+                    namespace: planned.namespace.clone(),
+                    source,
+                })?;
+        }
         let lock = lock::acquire(
             &planned.connection.client,
             &planned.namespace,

@@ -5,16 +5,21 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, Subcommand};
 use toolforge_local_cluster::{
     Controllers, Kubelet, LocalCluster, ProcessOptions, ServeOptions, serve,
 };
 
 use crate::cli::Error;
+use crate::cluster::embedded;
 use crate::output::{ExitStatus, Printer};
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct LocalClusterArgs {
+    #[command(subcommand)]
+    pub action: Option<LocalClusterAction>,
+
     /// Port to listen on at 127.0.0.1 (0 picks a free port)
     #[arg(long, default_value_t = 0)]
     pub port: u16,
@@ -37,7 +42,26 @@ pub struct LocalClusterArgs {
     pub tools_home: Option<PathBuf>,
 }
 
+/// What to do with the embedded local cluster instead of serving in the foreground.
+#[derive(Debug, Subcommand)]
+pub enum LocalClusterAction {
+    /// Stop the local cluster that commands started in the background (its state is kept)
+    Stop,
+}
+
 pub(crate) async fn run(args: &LocalClusterArgs, printer: Printer) -> Result<ExitStatus, Error> {
+    if let Some(LocalClusterAction::Stop) = args.action {
+        let stopped = tokio::task::spawn_blocking(embedded::stop)
+            .await
+            .map_err(|error| Error::Output(std::io::Error::other(error)))?
+            .map_err(crate::cluster::ConnectError::from)?;
+        printer.message(if stopped {
+            "stopped the local cluster\n"
+        } else {
+            "the local cluster is not running\n"
+        })?;
+        return Ok(ExitStatus::Success);
+    }
     let options = ServeOptions {
         port: args.port,
         state_file: args.state.clone(),

@@ -5,6 +5,7 @@
 
 mod apply;
 mod completions;
+mod connection;
 mod diff;
 mod jobs_file;
 mod local_cluster;
@@ -48,6 +49,11 @@ pub struct GlobalArgs {
     /// The tool whose jobs these are (default: from the namespace)
     #[arg(long, global = true, value_name = "TOOL")]
     pub tool: Option<String>,
+
+    /// Use the embedded local cluster, started in the background if needed (the default when no kubeconfig
+    /// exists)
+    #[arg(long, global = true, conflicts_with_all = ["kubeconfig", "context"])]
+    pub local: bool,
 
     /// The jobs file (default: `./jobs.yaml`, then `$HOME/jobs.yaml`)
     #[arg(short = 'f', long, global = true, value_name = "FILE")]
@@ -179,6 +185,12 @@ pub enum Error {
     Apply(#[source] Box<crate::apply::ApplyError>),
     #[error(transparent)]
     Inventory(#[from] crate::cluster::inventory::InventoryWriteError),
+    #[error("cannot create the namespace `{namespace}` on the local cluster")]
+    Namespace {
+        namespace: String,
+        #[source]
+        source: kube::Error,
+    },
 }
 
 impl From<crate::apply::ApplyError> for Error {
@@ -202,6 +214,7 @@ impl Error {
             | Error::DryRun(_)
             | Error::Apply(_)
             | Error::Inventory(_)
+            | Error::Namespace { .. }
             | Error::Lock(_) => ExitStatus::Failure,
         }
     }
@@ -220,9 +233,29 @@ fn tool_name(global: &GlobalArgs) -> Option<String> {
     if let Some(namespace) = namespace {
         return namespace.strip_prefix("tool-").map(str::to_owned);
     }
-    std::env::var("USER")
-        .ok()
-        .and_then(|user| user.strip_prefix("tools.").map(str::to_owned))
+    let user = std::env::var("USER").ok();
+    if let Some(tool) = user.as_deref().and_then(|user| user.strip_prefix("tools.")) {
+        return Some(tool.to_owned());
+    }
+    // On the embedded local cluster the tool is the user's own: their name, as a DNS label.
+    connection::target(global)
+        .is_embedded()
+        .then(|| local_tool_name(user.as_deref().unwrap_or_default()))
+}
+
+/// `$USER` made a valid tool name (lower-case letters, digits, `-`), or `tool` when nothing is left.
+fn local_tool_name(user: &str) -> String {
+    let name: String = user
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let name = name.trim_matches('-');
+    if name.is_empty() || !name.starts_with(|c: char| c.is_ascii_lowercase()) {
+        "tool".to_owned()
+    } else {
+        name.chars().take(40).collect()
+    }
 }
 
 /// The namespace of the kubeconfig context in use (`--context`, else the current one), if there is a kubeconfig.

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::cli::{Error, GlobalArgs, jobs_file, tool_name};
-use crate::cluster::{self, Connection, ContextInputs, Passwd, Snapshot, Target};
+use crate::cli::{Error, GlobalArgs, connection, jobs_file, tool_name};
+use crate::cluster::{self, Connection, ContextInputs, Passwd, Snapshot};
 use crate::config::diagnostic::render as render_problems;
 use crate::config::image::ImageTable;
 use crate::config::{self, Context, Job, JobsFile};
@@ -143,11 +143,7 @@ pub(crate) async fn prepare(
         return Ok(Prepared::Invalid);
     };
 
-    let connection = cluster::connect(&Target {
-        kubeconfig: global.kubeconfig.clone(),
-        context: global.context.clone(),
-    })
-    .await?;
+    let connection = connection::connect(global, printer).await?;
     // `--namespace` names the tool (`tool-<tool>`); the tool names the namespace.
     let namespace = format!("tool-{tool}");
     // Nine requests in flight make a large future: keep it on the heap.

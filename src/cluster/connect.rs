@@ -1,15 +1,28 @@
 //! Connecting: `--kubeconfig FILE` and `--context NAME`, else the usual kubeconfig search (`$KUBECONFIG`,
-//! `~/.kube/config`), else the in-cluster service account (the `watch` daemon running as a Toolforge job).
+//! `~/.kube/config`), else the in-cluster service account (the `watch` daemon running as a Toolforge job), else —
+//! or with `--local` — the embedded local cluster ([`embedded`]).
 
 use std::path::PathBuf;
 
 use kube::config::{Config, KubeConfigOptions, Kubeconfig};
+
+use super::embedded;
 
 /// Which cluster to talk to, as the user named it.
 #[derive(Debug, Clone, Default)]
 pub struct Target {
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,
+    /// `--local`: the embedded local cluster, whatever else is configured.
+    pub local: bool,
+}
+
+impl Target {
+    /// Whether this target is the embedded local cluster: asked for, or nothing else is configured.
+    pub fn is_embedded(&self) -> bool {
+        self.local
+            || (self.kubeconfig.is_none() && self.context.is_none() && embedded::is_default())
+    }
 }
 
 /// A client and the namespace the configuration chose (the context's namespace, or the pod's).
@@ -19,6 +32,8 @@ pub struct Connection {
     pub default_namespace: String,
     /// The API server's URL, for messages.
     pub server: String,
+    /// Set when this is the embedded local cluster.
+    pub embedded: Option<embedded::Running>,
 }
 
 /// Why no client could be made.
@@ -38,15 +53,32 @@ pub enum ConnectError {
     NoConfiguration(#[source] kube::config::InferConfigError),
     #[error("cannot create a Kubernetes client")]
     Client(#[source] kube::Error),
+    #[error("the local cluster is not available")]
+    Embedded(#[from] embedded::EmbeddedError),
 }
 
-/// Builds a client for `target`.
+/// Builds a client for `target`, starting the embedded local cluster when it is the target.
 pub async fn connect(target: &Target) -> Result<Connection, ConnectError> {
     let options = KubeConfigOptions {
         context: target.context.clone(),
         ..KubeConfigOptions::default()
     };
-    let config = match &target.kubeconfig {
+    let running = if target.is_embedded() {
+        let running = tokio::task::spawn_blocking(embedded::ensure_running)
+            .await
+            .map_err(|error| embedded::EmbeddedError::Files {
+                path: PathBuf::from("local-cluster"),
+                source: std::io::Error::other(error),
+            })??;
+        Some(running)
+    } else {
+        None
+    };
+    let kubeconfig = running
+        .as_ref()
+        .map(|running| running.kubeconfig.clone())
+        .or_else(|| target.kubeconfig.clone());
+    let config = match &kubeconfig {
         Some(path) => {
             let kubeconfig =
                 Kubeconfig::read_from(path).map_err(|source| ConnectError::ReadKubeconfig {
@@ -71,5 +103,6 @@ pub async fn connect(target: &Target) -> Result<Connection, ConnectError> {
         client,
         default_namespace,
         server,
+        embedded: running,
     })
 }

@@ -11,6 +11,7 @@
 pub mod connect;
 pub mod context;
 pub mod dry_run;
+pub mod embedded;
 pub mod inventory;
 pub mod lock;
 pub mod retry;

@@ -11,6 +11,7 @@
 //!
 //! Start with [`LocalCluster::start`] (tests) or [`serve`] (the `local-cluster` command).
 
+mod admission;
 mod api;
 mod apply;
 mod bootstrap;

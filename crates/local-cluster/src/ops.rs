@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::admission;
 use crate::apply;
 use crate::decode::{self, FieldValidation};
 use crate::defaults;
@@ -90,6 +91,7 @@ pub(crate) fn insert_new(
         ));
     }
     defaults::apply(resource, &mut object);
+    admission::mutate(s, resource, &mut object);
     for field in [
         "deletionTimestamp",
         "deletionGracePeriodSeconds",
@@ -140,6 +142,7 @@ pub(crate) fn insert_new(
     if resource.namespaced {
         check_namespace(s, resource, meta::namespace(&object), &name)?;
     }
+    admission::validate(s, resource, &object)?;
     if let Some(existing) = s.get(&ObjectKey::of(resource, &object)) {
         let mut error = ApiError::already_exists(resource, &name, meta::is_deleting(existing));
         if generated {

@@ -2,8 +2,10 @@
 //! it creates the Job `<cronjob>-<minutes since the epoch>` from the template, honouring `suspend`,
 //! `startingDeadlineSeconds` and `concurrencyPolicy`; it keeps `status.active`, `lastScheduleTime` and
 //! `lastSuccessfulTime`, deletes finished Jobs beyond the history limits, and sleeps until the next minute due.
+//! A refused Job creation (a quota on `count/jobs.batch`) records Warning `FailedCreate` `Error creating job:
+//! <error>` and is retried with back-off for the same scheduled time (the status is written after the Job).
 //!
-//! Not covered: `UnexpectedJob` events (manual Jobs from a CronJob are left alone), `FailedCreate`, `@every`.
+//! Not covered: `UnexpectedJob` events (manual Jobs from a CronJob are left alone), `@every`.
 
 use std::time::Duration;
 
@@ -276,6 +278,11 @@ pub(crate) fn decide(cronjob: &Value, owned: &[Value], now: Timestamp) -> Action
     } else {
         meta::set_at(&mut status, &["active"], Value::Array(references));
     }
+    // The new Job (which `schedule_job` puts first) is created before the status names it: when the API
+    // refuses it (a quota), `active` and `lastScheduleTime` stay as they were and the same time is retried.
+    if matches!(effects.first(), Some(Effect::Create(..))) {
+        action.effects.push(effects.remove(0));
+    }
     if cronjob.get("status") != Some(&status) {
         let mut updated = cronjob.clone();
         meta::set_at(&mut updated, &["status"], status);
@@ -447,6 +454,13 @@ mod tests {
         );
         let minutes = at("2026-03-02T07:10:00Z").as_second() / 60;
         assert_eq!(meta::name(jobs[0]), format!("cj-{minutes}"));
+        assert!(
+            matches!(
+                action.effects[..2],
+                [Effect::Create(..), Effect::Replace(_, Part::Status, _)]
+            ),
+            "the Job is created before the status names it"
+        );
         assert_eq!(
             jobs[0]["metadata"]["annotations"][SCHEDULED],
             "2026-03-02T07:10:00Z"

@@ -1,7 +1,8 @@
 //! The Deployment controller (reference §3.4): one ReplicaSet per pod template, named `<deployment>-<hash>` with
 //! the `pod-template-hash` label; `Recreate` and `RollingUpdate` (`maxSurge`, `maxUnavailable`) by scaling ReplicaSets;
 //! revision annotations; old ReplicaSets beyond `revisionHistoryLimit` deleted; status counts,
-//! `observedGeneration` and the `Available`/`Progressing` conditions, including `ProgressDeadlineExceeded`.
+//! `observedGeneration` and the `Available`/`Progressing` conditions, including `ProgressDeadlineExceeded`, plus
+//! `ReplicaFailure` copied from a ReplicaSet that cannot create its pods (the new one first).
 //!
 //! Not covered: `paused`, rollbacks, proportional scaling of several old ReplicaSets during a rollout,
 //! `collisionCount`, adoption of orphan ReplicaSets.
@@ -201,6 +202,23 @@ fn condition(
     };
     json!({"type": type_, "status": status, "lastUpdateTime": kept("lastUpdateTime", unchanged && !progressed),
         "lastTransitionTime": kept("lastTransitionTime", same_status), "reason": reason, "message": message})
+}
+
+/// The `ReplicaFailure` condition of the new ReplicaSet, else of an old one, as a Deployment condition
+/// (`ReplicaSetToDeploymentCondition`); a previous one with the same status and reason is kept as it was.
+fn replica_failure(deployment: &Value, new_set: &Value, old: &[&Value]) -> Option<Value> {
+    let failure = std::iter::once(new_set)
+        .chain(old.iter().copied())
+        .find_map(|set| crate::controller::condition(set, "ReplicaFailure"))?;
+    let field = |name: &str| failure.get(name).cloned().unwrap_or(Value::Null);
+    let previous = crate::controller::condition(deployment, "ReplicaFailure").filter(|p| {
+        p.get("status") == failure.get("status") && p.get("reason") == failure.get("reason")
+    });
+    Some(previous.cloned().unwrap_or_else(|| {
+        json!({"type": "ReplicaFailure", "status": field("status"),
+            "lastUpdateTime": field("lastTransitionTime"), "lastTransitionTime": field("lastTransitionTime"),
+            "reason": field("reason"), "message": field("message")})
+    }))
 }
 
 /// The decision for one Deployment and the ReplicaSets it owns.
@@ -458,11 +476,9 @@ pub(crate) fn decide(deployment: &Value, owned: &[Value], now: Timestamp) -> Act
             )
         })
     };
-    meta::set_at(
-        &mut status,
-        &["conditions"],
-        json!([available_condition, progressing]),
-    );
+    let mut conditions = vec![available_condition, progressing];
+    conditions.extend(replica_failure(deployment, &new_set, &old));
+    meta::set_at(&mut status, &["conditions"], Value::Array(conditions));
     if deployment.get("status") != Some(&status) {
         let mut updated = deployment.clone();
         meta::set_at(&mut updated, &["status"], status);

@@ -380,6 +380,30 @@ impl Step<'_> {
         }
     }
 
+    /// A failed pull backs off: `ImagePullBackOff`. The image never appears (scripted, or missing from the
+    /// process kubelet's images), so the pull is not retried (retries would only repeat events).
+    fn pull_back_off(mut self) -> (Action, Option<Next>) {
+        let image = self.first_image();
+        self.write(
+            "Pending",
+            waiting(
+                "ImagePullBackOff",
+                &format!("Back-off pulling image \"{image}\""),
+            ),
+            json!({}),
+            self.restarts,
+            false,
+        );
+        self.events("Normal", "BackOff", |_, image| {
+            format!("Back-off pulling image \"{image}\"")
+        });
+        self.events("Warning", "Failed", |_, _| {
+            "Error: ImagePullBackOff".to_owned()
+        });
+        let restarts = self.restarts;
+        self.done(Some(Next::Enter(Stage::PullBackOff, restarts)))
+    }
+
     /// Containers exited with `terminated`: the pod finishes, or they are restarted after a back-off.
     fn exited(mut self, terminated: Value, success: bool) -> (Action, Option<Next>) {
         let restart = match meta::str_at(self.pod, &["spec", "restartPolicy"]).unwrap_or("Always") {
@@ -544,27 +568,7 @@ fn step(
     }
     match run.stage {
         Stage::Creating | Stage::BackingOff => step.start(outcome),
-        Stage::PullFailed | Stage::PullBackOff => {
-            let image = step.first_image();
-            step.write(
-                "Pending",
-                waiting(
-                    "ImagePullBackOff",
-                    &format!("Back-off pulling image \"{image}\""),
-                ),
-                json!({}),
-                restarts,
-                false,
-            );
-            step.events("Normal", "BackOff", |_, image| {
-                format!("Back-off pulling image \"{image}\"")
-            });
-            step.events("Warning", "Failed", |_, _| {
-                "Error: ImagePullBackOff".to_owned()
-            });
-            // The scripted image never appears, so the pull is not retried (retries would only repeat events).
-            step.done(Some(Next::Enter(Stage::PullBackOff, restarts)))
-        }
+        Stage::PullFailed | Stage::PullBackOff => step.pull_back_off(),
         Stage::Running => {
             let (code, reason) = match outcome {
                 Outcome::Exit { code, .. } => (*code, "Error"),

@@ -15,14 +15,20 @@ use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, Proce
 const MS: Duration = Duration::from_millis(1);
 
 async fn start(tool_data_dir: Option<&Path>) -> (LocalCluster, kube::Client) {
+    start_with(ProcessOptions {
+        tool_data_dir: tool_data_dir.map(Path::to_path_buf),
+        restart_backoff: 30 * MS,
+        images: None,
+    })
+    .await
+}
+
+async fn start_with(options: ProcessOptions) -> (LocalCluster, kube::Client) {
     let cluster = LocalCluster::start(Options {
         controllers: Some(Controllers {
             job_backoff_base: 20 * MS,
             job_backoff_cap: 100 * MS,
-            kubelet: Some(Kubelet::Process(ProcessOptions {
-                tool_data_dir: tool_data_dir.map(Path::to_path_buf),
-                restart_backoff: 30 * MS,
-            })),
+            kubelet: Some(Kubelet::Process(options)),
         }),
         ..Options::default()
     })
@@ -380,4 +386,77 @@ async fn the_process_sees_home_tool_data_dir_port_and_its_env_in_a_created_worki
         format!("{home}|{home}|8000|hi\n{}\n", working.display())
     );
     assert!(working.is_dir());
+}
+
+#[tokio::test]
+async fn an_image_the_node_cannot_pull_waits_in_err_image_pull_then_image_pull_back_off() {
+    const PULL_ERROR: &str = "rpc error: code = NotFound desc = failed to pull and unpack image \"nope:1\": failed to resolve reference \"nope:1\": not found";
+    let home = tempfile::tempdir().expect("temp dir");
+    let (_cluster, client) = start_with(ProcessOptions {
+        tool_data_dir: Some(home.path().to_path_buf()),
+        restart_backoff: 100 * MS,
+        images: Some(vec![
+            "docker-registry.tools.wmflabs.org/toolforge-bookworm-sssd:latest".into(),
+        ]),
+    })
+    .await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let container = json!({"name": "job", "image": "nope:1", "command": shell("touch ran")});
+    pods.create(&PostParams::default(), &pod("nope", &container, &json!({})))
+        .await
+        .expect("pod created");
+    let waiting = |reason: &'static str| {
+        let pods = pods.clone();
+        async move {
+            let pod = pods.get("nope").await.expect("pod");
+            let status = pod.status?;
+            let state = status.container_statuses?.first()?.state.clone()?;
+            let waiting = state.waiting?;
+            (waiting.reason.as_deref() == Some(reason))
+                .then(|| (status.phase, waiting.message.unwrap_or_default()))
+        }
+    };
+    let (phase, message) = eventually("ErrImagePull", || waiting("ErrImagePull")).await;
+    assert_eq!(phase.as_deref(), Some("Pending"));
+    assert_eq!(message, PULL_ERROR);
+    let (phase, message) = eventually("ImagePullBackOff", || waiting("ImagePullBackOff")).await;
+    assert_eq!(phase.as_deref(), Some("Pending"));
+    assert_eq!(message, "Back-off pulling image \"nope:1\"");
+
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::default_namespaced(client);
+    let mut seen: Vec<(String, String)> = events
+        .list(&ListParams::default())
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some("nope"))
+        .map(|e| {
+            (
+                e.metadata.name.unwrap_or_default(),
+                format!(
+                    "{} {}",
+                    e.reason.unwrap_or_default(),
+                    e.message.unwrap_or_default()
+                ),
+            )
+        })
+        .collect();
+    seen.sort();
+    let seen: Vec<String> = seen.into_iter().map(|(_, text)| text).collect();
+    assert_eq!(
+        seen,
+        [
+            "Scheduled Successfully assigned default/nope to local".to_owned(),
+            "Pulling Pulling image \"nope:1\"".to_owned(),
+            format!("Failed Failed to pull image \"nope:1\": {PULL_ERROR}"),
+            "Failed Error: ErrImagePull".to_owned(),
+            "BackOff Back-off pulling image \"nope:1\"".to_owned(),
+            "Failed Error: ImagePullBackOff".to_owned(),
+        ]
+    );
+    assert!(
+        !home.path().join("ran").exists(),
+        "the container never ran (its command would have created `ran`)"
+    );
 }

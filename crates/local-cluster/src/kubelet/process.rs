@@ -2,7 +2,8 @@
 //! `args` exec'd directly, the container's env plus `HOME`, `TOOL_DATA_DIR` and `PORT`, in its `workingDir`
 //! (created if missing). Output is appended to the log store as it arrives; the real exit code becomes the
 //! terminated state; restarts follow the scripted kubelet's crash-loop back-off; a deleted pod's process gets
-//! SIGTERM, then SIGKILL after the grace period. Probes and images are not looked at.
+//! SIGTERM, then SIGKILL after the grace period. An image missing from [`ProcessOptions::images`] is not pulled:
+//! `ErrImagePull`, then `ImagePullBackOff` after `restart_backoff`, and the pod stays Pending.
 //! The status writes and Events are the scripted kubelet's ([`Step`]).
 
 use std::collections::HashMap;
@@ -47,6 +48,12 @@ enum State {
         delay: Duration,
     },
     Running(Box<Running>),
+    /// The image could not be pulled at `at`; `ImagePullBackOff` follows after the back-off.
+    PullFailed {
+        at: Instant,
+    },
+    /// Backing off from a pull that will not succeed; nothing happens until the pod is deleted.
+    PullBackOff,
 }
 
 #[derive(Debug)]
@@ -331,7 +338,21 @@ impl ProcessKubelet {
         };
         let deleting = meta::is_deleting(pod);
         match &mut run.state {
-            State::Waiting { .. } if deleting => (terminate(pod, run.restarts, now, 143), false),
+            State::Waiting { .. } | State::PullFailed { .. } | State::PullBackOff if deleting => {
+                (terminate(pod, run.restarts, now, 143), false)
+            }
+            State::PullFailed { at } => {
+                let elapsed = Instant::now().saturating_duration_since(*at);
+                if elapsed < self.options.restart_backoff {
+                    return (
+                        later(self.options.restart_backoff.saturating_sub(elapsed)),
+                        true,
+                    );
+                }
+                run.state = State::PullBackOff;
+                (step.pull_back_off().0, true)
+            }
+            State::PullBackOff => (Action::default(), true),
             State::Waiting { at, delay } => {
                 let elapsed = Instant::now().saturating_duration_since(*at);
                 if elapsed < *delay {
@@ -409,6 +430,15 @@ impl ProcessKubelet {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
+        let image = container
+            .get("image")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if !self.options.pulls(image) {
+            let (action, _) = step.start(&Outcome::ImagePullError);
+            run.state = State::PullFailed { at: Instant::now() };
+            return (action, true);
+        }
         let child = command(&container, &self.options).and_then(|mut c| c.spawn());
         let Ok(mut child) = child else {
             let (action, next) = step.start(&Outcome::CannotStart);

@@ -190,6 +190,11 @@ fn container(container: &mut Map<String, Value>) {
         "IfNotPresent"
     };
     default(container, "imagePullPolicy", json!(policy));
+    for field in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(probe) = container.get_mut(field).and_then(Value::as_object_mut) {
+            self::probe(probe);
+        }
+    }
     for port in container
         .get_mut("ports")
         .and_then(Value::as_array_mut)
@@ -259,6 +264,18 @@ fn limit_range(object: &mut Value) {
                 item.insert(key.to_owned(), Value::Object(values));
             }
         }
+    }
+}
+
+/// `SetDefaults_Probe` and `SetDefaults_HTTPGetAction`.
+fn probe(probe: &mut Map<String, Value>) {
+    default(probe, "timeoutSeconds", json!(1));
+    default(probe, "periodSeconds", json!(10));
+    default(probe, "successThreshold", json!(1));
+    default(probe, "failureThreshold", json!(3));
+    if let Some(http) = probe.get_mut("httpGet").and_then(Value::as_object_mut) {
+        default(http, "path", json!("/"));
+        default(http, "scheme", json!("HTTP"));
     }
 }
 
@@ -446,6 +463,18 @@ mod tests {
                 .is_some_and(|ip| ip.starts_with("10."))
         );
         assert_eq!(service["status"], json!({"loadBalancer": {}}));
+    }
+
+    #[test]
+    fn probes_get_their_timing_and_http_defaults() {
+        let mut job = json!({"spec": {"template": {"spec": {"containers": [{"name": "c",
+            "readinessProbe": {"httpGet": {"port": 8080}, "periodSeconds": 2}}]}}}});
+        apply(find("batch", "v1", "jobs").expect("served"), &mut job);
+        assert_eq!(
+            job["spec"]["template"]["spec"]["containers"][0]["readinessProbe"],
+            json!({"httpGet": {"port": 8080, "path": "/", "scheme": "HTTP"}, "periodSeconds": 2,
+                "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 3})
+        );
     }
 
     #[test]

@@ -294,3 +294,31 @@ async fn kubectl_shows_quota_usage_and_limit_ranges_and_reports_refusals() {
          limits.cpu=500m, used: limits.cpu=500m, limited: limits.cpu=800m"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_generator_commands_send_protobuf_quotas_and_service_types_the_server_decodes() {
+    let (cluster, _client) = start().await;
+    let kubectl = Kubectl::new(&cluster);
+    kubectl
+        .ok(&[
+            "create",
+            "quota",
+            "tool-q",
+            "--hard=pods=1,count/jobs.batch=2",
+        ])
+        .await;
+    let hard = kubectl
+        .ok(&["get", "quota", "tool-q", "-o", "jsonpath={.status.hard}"])
+        .await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&hard).expect("json"),
+        json!({"count/jobs.batch": "2", "pods": "1"})
+    );
+    kubectl
+        .ok(&["create", "service", "nodeport", "web", "--tcp=80:8080"])
+        .await;
+    let kind = kubectl
+        .ok(&["get", "service", "web", "-o", "jsonpath={.spec.type}"])
+        .await;
+    assert_eq!(kind, "NodePort", "`type` fields survive protobuf decoding");
+}

@@ -2,7 +2,8 @@
 //! `status.hard`, or when a quota on cpu or memory meets a container that does not set them) and the quota
 //! controller's usage count, recomputed synchronously after each write.
 //!
-//! Counted: `count/<resource>.<group>` (`count/pods`, `count/jobs.batch`, ...) for every served type, the legacy
+//! Counted: `count/<resource>.<group>` (`count/pods`, `count/jobs.batch`, ...) for every served type but
+//! Events (which quota ignores), the legacy
 //! `pods`, `services`, `configmaps` and `resourcequotas`, and for pods that have not terminated `cpu`, `memory`,
 //! `ephemeral-storage` (= requests) and their `requests.`/`limits.` forms. Not covered: quota scopes and scope
 //! selectors (a quota with scopes counts everything), `services.nodeports`/`services.loadbalancers`, hugepages
@@ -51,12 +52,18 @@ fn count_name(resource: &ResourceType) -> String {
     format!("count/{}", resource.qualified_resource())
 }
 
+/// Events are never counted (the quota system's `ignoredResources`).
+fn counted(resource: &ResourceType) -> bool {
+    resource.plural != "events"
+}
+
 /// Whether a quota on `name` concerns objects of `resource` (the evaluator's `MatchingResources`).
 fn handles(resource: &ResourceType, name: &str) -> bool {
-    name == count_name(resource)
-        || (resource.group.is_empty()
-            && (name == resource.plural && LEGACY_COUNTS.contains(&name)
-                || is_pods(resource) && POD_COMPUTE.contains(&name)))
+    counted(resource)
+        && (name == count_name(resource)
+            || (resource.group.is_empty()
+                && (name == resource.plural && LEGACY_COUNTS.contains(&name)
+                    || is_pods(resource) && POD_COMPUTE.contains(&name))))
 }
 
 /// What one stored object charges to the quotas of its namespace (the evaluators' `Usage`).
@@ -233,7 +240,7 @@ fn namespace_usage(s: &Inner, namespace: &str) -> Resources {
     let mut totals = Resources::new();
     for resource in RESOURCES
         .iter()
-        .filter(|r| r.namespaced && r.view.is_none())
+        .filter(|r| r.namespaced && r.view.is_none() && counted(r))
     {
         for object in s.list(resource, Some(namespace)) {
             for (name, quantity) in usage(resource, object) {
@@ -365,10 +372,16 @@ mod tests {
         let store = store_with(vec![
             (
                 resourcequotas(),
-                quota("q", &json!({"count/jobs.batch": "1"})),
+                quota("q", &json!({"count/jobs.batch": "1", "count/events": "0"})),
             ),
             (jobs(), job("first")),
         ]);
+        let event = json!({"metadata": {"name": "e", "namespace": "tool"}});
+        let events = crate::resources::find("", "v1", "events").expect("served");
+        assert!(
+            store.read(|s| admit(s, events, &event)).is_ok(),
+            "events are not counted"
+        );
         assert_eq!(
             refusal(&store, jobs(), &job("x")),
             r#"jobs.batch "x" is forbidden: exceeded quota: q, requested: count/jobs.batch=1, used: count/jobs.batch=1, limited: count/jobs.batch=1"#

@@ -3,11 +3,12 @@
 //! controller's usage count, recomputed synchronously after each write.
 //!
 //! Counted: `count/<resource>.<group>` (`count/pods`, `count/jobs.batch`, ...) for every served type but
-//! Events (which quota ignores), the legacy
-//! `pods`, `services`, `configmaps` and `resourcequotas`, and for pods that have not terminated `cpu`, `memory`,
-//! `ephemeral-storage` (= requests) and their `requests.`/`limits.` forms. Not covered: quota scopes and scope
-//! selectors (a quota with scopes counts everything), `services.nodeports`/`services.loadbalancers`, hugepages
-//! and extended resources, and sidecar containers' share of pod requests.
+//! Events (which quota ignores), the legacy `pods`, `services`, `configmaps` and `resourcequotas`, and for pods
+//! that have not terminated `cpu`, `memory`, `ephemeral-storage` (= requests) and their `requests.`/`limits.`
+//! forms. Scopes (`spec.scopes`, `spec.scopeSelector`) restrict a quota to the pods they match (`Terminating`,
+//! `NotTerminating`, `BestEffort`, `NotBestEffort`, `PriorityClass`); a scoped quota matches no other object.
+//! Not covered: the `CrossNamespacePodAffinity` scope (never matches), `services.nodeports` and
+//! `services.loadbalancers`, hugepages and extended resources, and sidecar containers' share of pod requests.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -55,6 +56,56 @@ fn count_name(resource: &ResourceType) -> String {
 /// Events are never counted (the quota system's `ignoredResources`).
 fn counted(resource: &ResourceType) -> bool {
     resource.plural != "events"
+}
+
+/// Whether `object` is in the quota's scopes (all of them; a quota without scopes covers everything).
+fn in_scope(quota: &Value, resource: &ResourceType, object: &Value) -> bool {
+    let named = meta::at(quota, &["spec", "scopes"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|scope| (scope.as_str().unwrap_or_default(), "Exists", &Value::Null));
+    let selected = meta::at(quota, &["spec", "scopeSelector", "matchExpressions"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            (
+                meta::str_at(e, &["scopeName"]).unwrap_or_default(),
+                meta::str_at(e, &["operator"]).unwrap_or_default(),
+                e.get("values").unwrap_or(&Value::Null),
+            )
+        });
+    named.chain(selected).all(|(scope, operator, values)| {
+        is_pods(resource) && pod_in_scope(object, scope, operator, values)
+    })
+}
+
+/// One scope of a pod (`podMatchesScopeFunc`): the operator only matters for `PriorityClass`.
+fn pod_in_scope(pod: &Value, scope: &str, operator: &str, values: &Value) -> bool {
+    let terminating = meta::at(pod, &["spec", "activeDeadlineSeconds"])
+        .and_then(Value::as_i64)
+        .is_some_and(|d| d >= 0);
+    let best_effort = meta::str_at(pod, &["status", "qosClass"]) == Some("BestEffort");
+    match scope {
+        "Terminating" => terminating,
+        "NotTerminating" => !terminating,
+        "BestEffort" => best_effort,
+        "NotBestEffort" => !best_effort,
+        "PriorityClass" => {
+            let class = meta::str_at(pod, &["spec", "priorityClassName"]).unwrap_or_default();
+            let listed = values
+                .as_array()
+                .is_some_and(|v| v.iter().any(|v| v.as_str() == Some(class)));
+            match operator {
+                "Exists" => true,
+                "In" => listed,
+                "NotIn" => !listed,
+                _ => false,
+            }
+        }
+        _ => false,
+    }
 }
 
 /// Whether a quota on `name` concerns objects of `resource` (the evaluator's `MatchingResources`).
@@ -122,7 +173,7 @@ pub(super) fn admit(
         let quota_name = meta::name(quota);
         let hard = resource_list(quota, &["status", "hard"]);
         let restricted: Vec<&String> = hard.keys().filter(|n| handles(resource, n)).collect();
-        if restricted.is_empty() {
+        if restricted.is_empty() || !in_scope(quota, resource, object) {
             continue;
         }
         if is_pods(resource)
@@ -209,8 +260,8 @@ pub(crate) fn refresh(s: &mut Inner) {
         if quotas.is_empty() {
             continue;
         }
-        let totals = namespace_usage(s, &namespace);
         for mut quota in quotas {
+            let totals = usage_in_scope(s, &namespace, &quota);
             let hard = meta::at(&quota, &["spec", "hard"])
                 .and_then(Value::as_object)
                 .cloned()
@@ -235,14 +286,17 @@ pub(crate) fn refresh(s: &mut Inner) {
     }
 }
 
-/// The usage of everything stored in a namespace.
-fn namespace_usage(s: &Inner, namespace: &str) -> Resources {
+/// The usage of everything stored in a namespace that is in the quota's scopes.
+fn usage_in_scope(s: &Inner, namespace: &str, quota: &Value) -> Resources {
     let mut totals = Resources::new();
     for resource in RESOURCES
         .iter()
         .filter(|r| r.namespaced && r.view.is_none() && counted(r))
     {
-        for object in s.list(resource, Some(namespace)) {
+        for object in s
+            .list(resource, Some(namespace))
+            .filter(|o| in_scope(quota, resource, o))
+        {
             for (name, quantity) in usage(resource, object) {
                 let sum = totals
                     .get(&name)
@@ -328,6 +382,49 @@ mod tests {
         let used = &store.get(resourcequotas(), "tool", "q").expect("stored")["status"]["used"];
         assert_eq!(used["pods"], "1");
         assert_eq!(used["requests.cpu"], "500m");
+    }
+
+    #[test]
+    fn scoped_quotas_count_and_limit_only_the_pods_in_their_scopes() {
+        let mut terminating = pod("deadline", &json!({}), "Running");
+        terminating["spec"]["activeDeadlineSeconds"] = json!(60);
+        terminating["status"]["qosClass"] = json!("BestEffort");
+        let mut scoped = quota("short", &json!({"pods": "1"}));
+        scoped["spec"]["scopes"] = json!(["Terminating"]);
+        let mut by_selector = quota("best", &json!({"pods": "5", "count/jobs.batch": "0"}));
+        by_selector["spec"]["scopeSelector"] =
+            json!({"matchExpressions": [{"scopeName": "BestEffort", "operator": "Exists"}]});
+        let store = store_with(vec![
+            (resourcequotas(), scoped),
+            (resourcequotas(), by_selector),
+            (pods(), terminating),
+            (
+                pods(),
+                pod("plain", &json!({"requests": {"cpu": "1"}}), "Running"),
+            ),
+        ]);
+        let used = |name: &str| {
+            store.get(resourcequotas(), "tool", name).expect("stored")["status"]["used"].clone()
+        };
+        assert_eq!(
+            used("short"),
+            json!({"pods": "1"}),
+            "only the pod with a deadline"
+        );
+        assert_eq!(used("best"), json!({"pods": "1", "count/jobs.batch": "0"}));
+        let mut another = pod("x", &json!({}), "Pending");
+        another["spec"]["activeDeadlineSeconds"] = json!(5);
+        assert_eq!(
+            refusal(&store, pods(), &another),
+            r#"pods "x" is forbidden: exceeded quota: short, requested: pods=1, used: pods=1, limited: pods=1"#
+        );
+        let endless = pod("y", &json!({"requests": {"cpu": "1"}}), "Pending");
+        assert!(store.read(|s| admit(s, pods(), &endless)).is_ok());
+        let job = json!({"metadata": {"name": "j", "namespace": "tool"}});
+        assert!(
+            store.read(|s| admit(s, jobs(), &job)).is_ok(),
+            "a scoped quota matches only pods"
+        );
     }
 
     #[test]

@@ -542,4 +542,67 @@ mod tests {
         assert!(!events.iter().any(|(_, m)| m.contains("cj-2")));
         assert!(created(&action).is_empty(), "suspended");
     }
+
+    #[test]
+    fn a_job_refused_over_quota_records_failed_create_and_leaves_the_status_for_a_retry() {
+        use crate::controller::{Failure, execute};
+        use crate::ops::{self, WriteOptions};
+        use crate::resources::find;
+        use crate::store::Store;
+
+        let store = Store::new(100);
+        let create = |resource: &'static ResourceType, object: Value| {
+            ops::create(
+                &store,
+                resource,
+                Some("default"),
+                object,
+                &WriteOptions::default(),
+            )
+            .expect("created")
+            .object
+        };
+        create(
+            find("", "v1", "namespaces").expect("served"),
+            json!({"metadata": {"name": "default"}}),
+        );
+        create(
+            find("", "v1", "resourcequotas").expect("served"),
+            json!({"metadata": {"name": "q"}, "spec": {"hard": {"count/jobs.batch": "0"}}}),
+        );
+        let mut stored = cronjob(&json!({}), &json!({}));
+        for field in ["uid", "creationTimestamp"] {
+            meta::remove_at(&mut stored, &["metadata", field]);
+        }
+        stored["spec"]["jobTemplate"]["spec"]["template"]["spec"] = json!({"restartPolicy": "Never",
+            "containers": [{"name": "job", "image": "busybox"}]});
+        let stored = create(cronjobs(), stored);
+        let later = Timestamp::now() + jiff::SignedDuration::from_mins(10);
+        let action = decide(&stored, &[], later);
+        let name = meta::name(created(&action)[0]).to_owned();
+        let Err(Failure { error, creating }) = execute(&store, action.effects) else {
+            panic!("the Job is over quota");
+        };
+        assert!(creating);
+        let expected = format!(
+            "jobs.batch \"{name}\" is forbidden: exceeded quota: q, requested: count/jobs.batch=1, \
+             used: count/jobs.batch=0, limited: count/jobs.batch=0"
+        );
+        assert_eq!(error.message, expected);
+        let events = store.list(find("", "v1", "events").expect("served"));
+        assert_eq!(
+            (events[0]["type"].as_str(), events[0]["reason"].as_str()),
+            (Some("Warning"), Some("FailedCreate"))
+        );
+        assert_eq!(
+            events[0]["message"],
+            format!("Error creating job: {expected}")
+        );
+        let after = store.get(cronjobs(), "default", "cj").expect("stored");
+        assert_eq!(
+            after["status"],
+            json!({}),
+            "no lastScheduleTime, no active Job"
+        );
+    }
 }

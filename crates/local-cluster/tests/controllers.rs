@@ -980,3 +980,65 @@ async fn a_deployment_whose_pods_are_over_quota_reports_replica_failure() {
         "{events:?}"
     );
 }
+
+#[tokio::test]
+async fn a_deployment_whose_replicaset_is_over_quota_is_not_progressing_until_it_fits() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::api::{Patch, PatchParams};
+
+    let (_cluster, client) = start(Script::new(Outcome::RunForever)).await;
+    quota(&client, json!({"count/replicasets.apps": "0"})).await;
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    let deployment: Deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "main", "image": "busybox:1"}]}}}
+    }))
+    .expect("valid deployment");
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .expect("created");
+    let progressing = eventually("Progressing False", || async {
+        let d = deployments.get("web").await.expect("deployment");
+        d.status?
+            .conditions?
+            .into_iter()
+            .find(|c| c.type_ == "Progressing" && c.status == "False")
+    })
+    .await;
+    assert_eq!(progressing.reason.as_deref(), Some("ReplicaSetCreateError"));
+    let message = progressing.message.expect("message");
+    let set = message
+        .strip_prefix("Failed to create new replica set \"")
+        .and_then(|rest| rest.split_once('"'))
+        .map_or_else(|| panic!("unexpected message {message}"), |(name, _)| name);
+    assert_eq!(
+        message,
+        format!(
+            "Failed to create new replica set \"{set}\": replicasets.apps \"{set}\" is forbidden: exceeded quota: tool-q, requested: count/replicasets.apps=1, used: count/replicasets.apps=0, limited: count/replicasets.apps=0"
+        )
+    );
+    let events = events_about(&client, "web").await;
+    assert!(
+        events.contains(&(
+            "Warning".to_owned(),
+            "ReplicaSetCreateError".to_owned(),
+            message.clone()
+        )),
+        "{events:?}"
+    );
+
+    let quotas: Api<k8s_openapi::api::core::v1::ResourceQuota> =
+        Api::default_namespaced(client.clone());
+    quotas
+        .patch(
+            "tool-q",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"hard": {"count/replicasets.apps": "1"}}})),
+        )
+        .await
+        .expect("quota raised");
+    rolled_out(&deployments, 1).await;
+}

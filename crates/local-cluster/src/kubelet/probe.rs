@@ -225,7 +225,8 @@ fn run(handler: &Handler, command: Option<Command>, timeout: Duration) -> Result
     }
 }
 
-/// An `exec` probe: exit code 0 is success; the output (stdout and stderr) is what a failure reports.
+/// An `exec` probe: exit code 0 is success; the output (stdout, then stderr) is what a failure reports. The pipes
+/// are read once the command ended, which suits probe commands' short output (the kubelet keeps 10 KiB of it).
 fn exec(command: Option<Command>, argv: &[String], timeout: Duration) -> Result<(), String> {
     let Some(mut command) = command else {
         return Err("the probe's working directory could not be prepared".to_owned());
@@ -401,6 +402,26 @@ mod tests {
             Err(format!(
                 "Get \"{url}\": dial tcp {address}: connect: connection refused"
             ))
+        );
+    }
+
+    #[test]
+    fn an_exec_probe_reports_its_output_or_its_timeout() {
+        let run_exec = |argv: &[&str], timeout: Duration| {
+            let argv: Vec<String> = argv.iter().map(|a| (*a).to_owned()).collect();
+            let mut command = Command::new(&argv[0]);
+            command.args(&argv[1..]);
+            exec(Some(command), &argv, timeout)
+        };
+        let second = Duration::from_secs(1);
+        assert_eq!(run_exec(&["true"], second), Ok(()));
+        assert_eq!(
+            run_exec(&["sh", "-c", "echo out; echo err >&2; exit 3"], second),
+            Err("out\nerr\n".to_owned())
+        );
+        assert_eq!(
+            run_exec(&["sleep", "5"], Duration::from_millis(100)),
+            Err("command \"sleep 5\" timed out".to_owned())
         );
     }
 }

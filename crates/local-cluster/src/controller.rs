@@ -95,6 +95,27 @@ pub(crate) trait Reconciler: Send + 'static {
     fn all(&self, store: &Store) -> Vec<Key>;
     /// What to do now about one key (its object may be gone).
     fn reconcile(&mut self, key: &Key, store: &Store) -> Action;
+    /// What to write when the API refused a child this key's reconcile created (the ReplicaSet's
+    /// `ReplicaFailure` condition); nothing by default. The key is retried with back-off either way.
+    fn refused(&mut self, _key: &Key, _store: &Store, _error: &ApiError) -> Vec<Effect> {
+        Vec::new()
+    }
+}
+
+/// Why a list of effects stopped: the error, and whether it was the creation of a child.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub(crate) error: ApiError,
+    pub(crate) creating: bool,
+}
+
+impl From<ApiError> for Failure {
+    fn from(error: ApiError) -> Self {
+        Failure {
+            error,
+            creating: false,
+        }
+    }
 }
 
 /// How long to wait before retrying a key whose effects failed (a conflict usually; the change that caused it
@@ -129,7 +150,13 @@ pub(crate) async fn run(
                     failures.remove(&key);
                     action.requeue_after
                 }
-                Err(error) => {
+                Err(Failure { error, creating }) => {
+                    if creating
+                        && let Err(Failure { error, .. }) =
+                            execute(&store, reconciler.refused(&key, &store, &error))
+                    {
+                        tracing::debug!(?key, %error, "recording a refused creation failed");
+                    }
                     let count = failures.entry(key.clone()).or_insert(0);
                     *count += 1;
                     tracing::debug!(?key, %error, failures = *count, "reconcile failed, retrying");
@@ -178,7 +205,7 @@ async fn sleep_until(at: Option<Instant>) {
 }
 
 /// Executes effects in order, stopping at the first failure (later effects usually depend on earlier ones).
-pub(crate) fn execute(store: &Store, effects: Vec<Effect>) -> Result<(), ApiError> {
+pub(crate) fn execute(store: &Store, effects: Vec<Effect>) -> Result<(), Failure> {
     let options = WriteOptions::default();
     for effect in effects {
         match effect {
@@ -191,7 +218,10 @@ pub(crate) fn execute(store: &Store, effects: Vec<Effect>) -> Result<(), ApiErro
                         // The creation error is what matters; a lost event does not change it.
                         let _ = recorder::record(store, &event);
                     }
-                    return Err(error);
+                    return Err(Failure {
+                        error,
+                        creating: true,
+                    });
                 }
             }
             Effect::Replace(resource, part, object) => {
@@ -415,7 +445,8 @@ mod tests {
             ),
             Effect::Event(later),
         ];
-        let error = execute(&store, effects).expect_err("the pod is invalid");
+        let Failure { error, creating } = execute(&store, effects).expect_err("the pod is invalid");
+        assert!(creating);
         assert_eq!(error.code, 422);
         let events = store.list(crate::resources::find("", "v1", "events").expect("served"));
         assert_eq!(events.len(), 1, "the effects after the failure did not run");

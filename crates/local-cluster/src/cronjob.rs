@@ -2,8 +2,10 @@
 //! it creates the Job `<cronjob>-<minutes since the epoch>` from the template, honouring `suspend`,
 //! `startingDeadlineSeconds` and `concurrencyPolicy`; it keeps `status.active`, `lastScheduleTime` and
 //! `lastSuccessfulTime`, deletes finished Jobs beyond the history limits, and sleeps until the next minute due.
+//! A refused Job creation (a quota on `count/jobs.batch`) records Warning `FailedCreate` `Error creating job:
+//! <error>` and is retried with back-off for the same scheduled time (the status is written after the Job).
 //!
-//! Not covered: `UnexpectedJob` events (manual Jobs from a CronJob are left alone), `FailedCreate`, `@every`.
+//! Not covered: `UnexpectedJob` events (manual Jobs from a CronJob are left alone), `@every`.
 
 use std::time::Duration;
 
@@ -276,6 +278,11 @@ pub(crate) fn decide(cronjob: &Value, owned: &[Value], now: Timestamp) -> Action
     } else {
         meta::set_at(&mut status, &["active"], Value::Array(references));
     }
+    // The new Job (which `schedule_job` puts first) is created before the status names it: when the API
+    // refuses it (a quota), `active` and `lastScheduleTime` stay as they were and the same time is retried.
+    if matches!(effects.first(), Some(Effect::Create(..))) {
+        action.effects.push(effects.remove(0));
+    }
     if cronjob.get("status") != Some(&status) {
         let mut updated = cronjob.clone();
         meta::set_at(&mut updated, &["status"], status);
@@ -447,6 +454,13 @@ mod tests {
         );
         let minutes = at("2026-03-02T07:10:00Z").as_second() / 60;
         assert_eq!(meta::name(jobs[0]), format!("cj-{minutes}"));
+        assert!(
+            matches!(
+                action.effects[..2],
+                [Effect::Create(..), Effect::Replace(_, Part::Status, _)]
+            ),
+            "the Job is created before the status names it"
+        );
         assert_eq!(
             jobs[0]["metadata"]["annotations"][SCHEDULED],
             "2026-03-02T07:10:00Z"
@@ -527,5 +541,68 @@ mod tests {
         assert!(events.contains(&("SuccessfulDelete", "Deleted job cj-1")));
         assert!(!events.iter().any(|(_, m)| m.contains("cj-2")));
         assert!(created(&action).is_empty(), "suspended");
+    }
+
+    #[test]
+    fn a_job_refused_over_quota_records_failed_create_and_leaves_the_status_for_a_retry() {
+        use crate::controller::{Failure, execute};
+        use crate::ops::{self, WriteOptions};
+        use crate::resources::find;
+        use crate::store::Store;
+
+        let store = Store::new(100);
+        let create = |resource: &'static ResourceType, object: Value| {
+            ops::create(
+                &store,
+                resource,
+                Some("default"),
+                object,
+                &WriteOptions::default(),
+            )
+            .expect("created")
+            .object
+        };
+        create(
+            find("", "v1", "namespaces").expect("served"),
+            json!({"metadata": {"name": "default"}}),
+        );
+        create(
+            find("", "v1", "resourcequotas").expect("served"),
+            json!({"metadata": {"name": "q"}, "spec": {"hard": {"count/jobs.batch": "0"}}}),
+        );
+        let mut stored = cronjob(&json!({}), &json!({}));
+        for field in ["uid", "creationTimestamp"] {
+            meta::remove_at(&mut stored, &["metadata", field]);
+        }
+        stored["spec"]["jobTemplate"]["spec"]["template"]["spec"] = json!({"restartPolicy": "Never",
+            "containers": [{"name": "job", "image": "busybox"}]});
+        let stored = create(cronjobs(), stored);
+        let later = Timestamp::now() + jiff::SignedDuration::from_mins(10);
+        let action = decide(&stored, &[], later);
+        let name = meta::name(created(&action)[0]).to_owned();
+        let Err(Failure { error, creating }) = execute(&store, action.effects) else {
+            panic!("the Job is over quota");
+        };
+        assert!(creating);
+        let expected = format!(
+            "jobs.batch \"{name}\" is forbidden: exceeded quota: q, requested: count/jobs.batch=1, \
+             used: count/jobs.batch=0, limited: count/jobs.batch=0"
+        );
+        assert_eq!(error.message, expected);
+        let events = store.list(find("", "v1", "events").expect("served"));
+        assert_eq!(
+            (events[0]["type"].as_str(), events[0]["reason"].as_str()),
+            (Some("Warning"), Some("FailedCreate"))
+        );
+        assert_eq!(
+            events[0]["message"],
+            format!("Error creating job: {expected}")
+        );
+        let after = store.get(cronjobs(), "default", "cj").expect("stored");
+        assert_eq!(
+            after["status"],
+            json!({}),
+            "no lastScheduleTime, no active Job"
+        );
     }
 }

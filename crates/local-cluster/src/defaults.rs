@@ -11,7 +11,12 @@ use crate::resources::ResourceType;
 /// Applies the decode-time defaults of the type.
 pub(crate) fn apply(resource: &ResourceType, object: &mut Value) {
     match resource.plural {
-        "pods" => pod_spec(map_at(object, &["spec"])),
+        "pods" => {
+            let spec = map_at(object, &["spec"]);
+            pod_spec(spec);
+            requests_from_limits(spec);
+        }
+        "limitranges" => limit_range(object),
         "jobs" => job(object),
         "cronjobs" => cronjob(object),
         "deployments" => deployment(object),
@@ -185,6 +190,11 @@ fn container(container: &mut Map<String, Value>) {
         "IfNotPresent"
     };
     default(container, "imagePullPolicy", json!(policy));
+    for field in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(probe) = container.get_mut(field).and_then(Value::as_object_mut) {
+            self::probe(probe);
+        }
+    }
     for port in container
         .get_mut("ports")
         .and_then(Value::as_array_mut)
@@ -194,6 +204,78 @@ fn container(container: &mut Map<String, Value>) {
         if let Some(port) = port.as_object_mut() {
             default(port, "protocol", json!("TCP"));
         }
+    }
+}
+
+/// A Pod's container (not a template's) that sets a limit and no request for a resource requests its limit
+/// (`SetDefaults_Pod`).
+fn requests_from_limits(spec: &mut Map<String, Value>) {
+    for list in ["containers", "initContainers"] {
+        for container in spec
+            .get_mut(list)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            let Some(limits) = meta::at(container, &["resources", "limits"])
+                .and_then(Value::as_object)
+                .filter(|limits| !limits.is_empty())
+                .cloned()
+            else {
+                continue;
+            };
+            let requests = map_at(container, &["resources", "requests"]);
+            for (name, limit) in limits {
+                requests.entry(name).or_insert(limit);
+            }
+        }
+    }
+}
+
+/// A `Container` item's `default` falls back to `max`, its `defaultRequest` to `default`, then to `min`
+/// (`SetDefaults_LimitRangeItem`).
+fn limit_range(object: &mut Value) {
+    for item in object
+        .pointer_mut("/spec/limits")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        if meta::str_at(item, &["type"]) != Some("Container") {
+            continue;
+        }
+        let item = map_at(item, &[]);
+        let field = |item: &Map<String, Value>, key: &str| {
+            item.get(key)
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let mut limit = field(item, "default");
+        for (name, value) in field(item, "max") {
+            limit.entry(name).or_insert(value);
+        }
+        let mut request = field(item, "defaultRequest");
+        for (name, value) in limit.iter().chain(&field(item, "min")) {
+            request.entry(name.clone()).or_insert_with(|| value.clone());
+        }
+        for (key, values) in [("default", limit), ("defaultRequest", request)] {
+            if !values.is_empty() {
+                item.insert(key.to_owned(), Value::Object(values));
+            }
+        }
+    }
+}
+
+/// `SetDefaults_Probe` and `SetDefaults_HTTPGetAction`.
+fn probe(probe: &mut Map<String, Value>) {
+    default(probe, "timeoutSeconds", json!(1));
+    default(probe, "periodSeconds", json!(10));
+    default(probe, "successThreshold", json!(1));
+    default(probe, "failureThreshold", json!(3));
+    if let Some(http) = probe.get_mut("httpGet").and_then(Value::as_object_mut) {
+        default(http, "path", json!("/"));
+        default(http, "scheme", json!("HTTP"));
     }
 }
 
@@ -381,6 +463,35 @@ mod tests {
                 .is_some_and(|ip| ip.starts_with("10."))
         );
         assert_eq!(service["status"], json!({"loadBalancer": {}}));
+    }
+
+    #[test]
+    fn probes_get_their_timing_and_http_defaults() {
+        let mut job = json!({"spec": {"template": {"spec": {"containers": [{"name": "c",
+            "readinessProbe": {"httpGet": {"port": 8080}, "periodSeconds": 2}}]}}}});
+        apply(find("batch", "v1", "jobs").expect("served"), &mut job);
+        assert_eq!(
+            job["spec"]["template"]["spec"]["containers"][0]["readinessProbe"],
+            json!({"httpGet": {"port": 8080, "path": "/", "scheme": "HTTP"}, "periodSeconds": 2,
+                "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 3})
+        );
+    }
+
+    #[test]
+    fn pod_containers_request_their_limits_but_templates_do_not() {
+        let resources = json!({"limits": {"cpu": "1"}, "requests": {"memory": "1Gi"}});
+        let mut pod = json!({"spec": {"containers": [{"name": "c", "resources": resources}]}});
+        apply(find("", "v1", "pods").expect("served"), &mut pod);
+        assert_eq!(
+            pod["spec"]["containers"][0]["resources"]["requests"],
+            json!({"cpu": "1", "memory": "1Gi"})
+        );
+        let mut job = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "resources": resources}]}}}});
+        apply(find("batch", "v1", "jobs").expect("served"), &mut job);
+        assert_eq!(
+            job["spec"]["template"]["spec"]["containers"][0]["resources"],
+            resources
+        );
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! The Deployment controller (reference §3.4): one ReplicaSet per pod template, named `<deployment>-<hash>` with
 //! the `pod-template-hash` label; `Recreate` and `RollingUpdate` (`maxSurge`, `maxUnavailable`) by scaling ReplicaSets;
 //! revision annotations; old ReplicaSets beyond `revisionHistoryLimit` deleted; status counts,
-//! `observedGeneration` and the `Available`/`Progressing` conditions, including `ProgressDeadlineExceeded`.
+//! `observedGeneration` and the `Available`/`Progressing` conditions, including `ProgressDeadlineExceeded`, plus
+//! `ReplicaFailure` copied from a ReplicaSet that cannot create its pods (the new one first). A new ReplicaSet the
+//! API refuses (a quota on `count/replicasets.apps`) records Warning `ReplicaSetCreateError` and sets
+//! `Progressing` False with that reason until it can be created.
 //!
 //! Not covered: `paused`, rollbacks, proportional scaling of several old ReplicaSets during a rollout,
 //! `collisionCount`, adoption of orphan ReplicaSets.
@@ -19,11 +22,14 @@ use crate::meta;
 use crate::ops::Part;
 use crate::recorder::Event;
 use crate::resources::{self, Propagation, ResourceType};
+use crate::status::ApiError;
 use crate::store::{Change, Store};
 
 const COMPONENT: &str = "deployment-controller";
 const HASH: &str = "pod-template-hash";
 const REVISION: &str = "deployment.kubernetes.io/revision";
+/// The reason of the event and condition when the new ReplicaSet cannot be created.
+const CREATE_ERROR: &str = "ReplicaSetCreateError";
 
 fn deployments() -> &'static ResourceType {
     // Invariant: deployments are in the static registry.
@@ -49,6 +55,64 @@ impl Reconciler for DeploymentController {
             .map(|(deployment, owned)| decide(&deployment, &owned, Timestamp::now()))
             .unwrap_or_default()
     }
+
+    fn refused(&mut self, key: &Key, store: &Store, error: &ApiError) -> Vec<Effect> {
+        store
+            .get(deployments(), &key.namespace, &key.name)
+            .and_then(|d| with_create_error(&d, &error.message, Timestamp::now()))
+            .map(|d| Effect::Replace(deployments(), Part::Status, d))
+            .into_iter()
+            .collect()
+    }
+}
+
+/// The name of the ReplicaSet for the Deployment's current template: `<deployment>-<hash>`.
+fn new_set_name(deployment: &Value) -> String {
+    let template = meta::at(deployment, &["spec", "template"])
+        .cloned()
+        .unwrap_or_default();
+    format!("{}-{}", meta::name(deployment), template_hash(&template))
+}
+
+/// What the controller says when the new ReplicaSet is refused, before the error.
+fn create_failed(deployment: &Value) -> String {
+    format!(
+        "Failed to create new replica set \"{}\": ",
+        new_set_name(deployment)
+    )
+}
+
+/// The Deployment with `Progressing` False `ReplicaSetCreateError` and the API's error, as the controller
+/// writes it when the new ReplicaSet is refused (only with a progress deadline).
+fn with_create_error(deployment: &Value, error: &str, now: Timestamp) -> Option<Value> {
+    let deadline =
+        meta::at(deployment, &["spec", "progressDeadlineSeconds"]).and_then(Value::as_i64);
+    if deadline == Some(i64::from(i32::MAX)) {
+        return None;
+    }
+    let message = format!("{}{error}", create_failed(deployment));
+    let progressing = condition(
+        deployment,
+        "Progressing",
+        false,
+        CREATE_ERROR,
+        &message,
+        &meta::format_time(now),
+        false,
+    );
+    let mut updated = deployment.clone();
+    let status = meta::map_at(&mut updated, &["status"]);
+    let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+    if let Some(list) = conditions.as_array_mut() {
+        match list
+            .iter_mut()
+            .find(|c| meta::str_at(c, &["type"]) == Some("Progressing"))
+        {
+            Some(existing) => *existing = progressing,
+            None => list.push(progressing),
+        }
+    }
+    Some(updated)
 }
 
 /// A deterministic hash of the pod template in the name generator's alphabet (FNV-32a of its JSON, whose keys
@@ -203,6 +267,23 @@ fn condition(
         "lastTransitionTime": kept("lastTransitionTime", same_status), "reason": reason, "message": message})
 }
 
+/// The `ReplicaFailure` condition of the new ReplicaSet, else of an old one, as a Deployment condition
+/// (`ReplicaSetToDeploymentCondition`); a previous one with the same status and reason is kept as it was.
+fn replica_failure(deployment: &Value, new_set: &Value, old: &[&Value]) -> Option<Value> {
+    let failure = std::iter::once(new_set)
+        .chain(old.iter().copied())
+        .find_map(|set| crate::controller::condition(set, "ReplicaFailure"))?;
+    let field = |name: &str| failure.get(name).cloned().unwrap_or(Value::Null);
+    let previous = crate::controller::condition(deployment, "ReplicaFailure").filter(|p| {
+        p.get("status") == failure.get("status") && p.get("reason") == failure.get("reason")
+    });
+    Some(previous.cloned().unwrap_or_else(|| {
+        json!({"type": "ReplicaFailure", "status": field("status"),
+            "lastUpdateTime": field("lastTransitionTime"), "lastTransitionTime": field("lastTransitionTime"),
+            "reason": field("reason"), "message": field("message")})
+    }))
+}
+
 /// The decision for one Deployment and the ReplicaSets it owns.
 #[expect(
     clippy::too_many_lines,
@@ -220,7 +301,7 @@ pub(crate) fn decide(deployment: &Value, owned: &[Value], now: Timestamp) -> Act
         .cloned()
         .unwrap_or_default();
     let hash = template_hash(&template);
-    let new_name = format!("{}-{hash}", meta::name(deployment));
+    let new_name = new_set_name(deployment);
     let rolling = meta::str_at(deployment, &["spec", "strategy", "type"]) != Some("Recreate");
     let rolling_update = meta::at(deployment, &["spec", "strategy", "rollingUpdate"]);
     let surge = if rolling {
@@ -287,7 +368,16 @@ pub(crate) fn decide(deployment: &Value, owned: &[Value], now: Timestamp) -> Act
     if created {
         let mut set = new_set.clone();
         meta::set_at(&mut set, &["spec", "replicas"], json!(target));
-        effects.push(Effect::Create(replicasets(), set, None));
+        let refused = Event::about(
+            deployments(),
+            deployment,
+            None,
+            "Warning",
+            CREATE_ERROR,
+            create_failed(deployment),
+            COMPONENT,
+        );
+        effects.push(Effect::Create(replicasets(), set, Some(refused)));
         if target > 0 {
             effects.push(event(
                 deployment,
@@ -399,7 +489,12 @@ pub(crate) fn decide(deployment: &Value, owned: &[Value], now: Timestamp) -> Act
         .filter(|c| meta::str_at(c, &["status"]) == Some("True"))
         .and_then(|c| meta::str_at(c, &["lastUpdateTime"]))
         .and_then(meta::parse_time);
-    let progressing = if created {
+    let progressing = if created
+        && previous.is_some_and(|c| meta::str_at(c, &["reason"]) == Some(CREATE_ERROR))
+    {
+        // The new ReplicaSet is still to be created: the refusal stays reported until it exists.
+        previous.cloned().unwrap_or_default()
+    } else if created {
         condition(
             deployment,
             "Progressing",
@@ -458,11 +553,9 @@ pub(crate) fn decide(deployment: &Value, owned: &[Value], now: Timestamp) -> Act
             )
         })
     };
-    meta::set_at(
-        &mut status,
-        &["conditions"],
-        json!([available_condition, progressing]),
-    );
+    let mut conditions = vec![available_condition, progressing];
+    conditions.extend(replica_failure(deployment, &new_set, &old));
+    meta::set_at(&mut status, &["conditions"], Value::Array(conditions));
     if deployment.get("status") != Some(&status) {
         let mut updated = deployment.clone();
         meta::set_at(&mut updated, &["status"], status);

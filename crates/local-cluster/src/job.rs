@@ -311,7 +311,6 @@ fn sync(
     let mut pod_effects = Vec::new();
     let mut events = Vec::new();
     let suspended = suspension(job, &mut status, &mut conditions, &mut events, &now_text);
-    let mut created = 0;
     let mut removed = 0;
     // The terminal condition to add once no pod is active or terminating, with its reason and message.
     let ending: Option<(&str, String, String)> =
@@ -347,8 +346,8 @@ fn sync(
                 if let Some(at) = retry_at(mine, backoff).filter(|at| *at > now) {
                     action.requeue(now.duration_until(at).unsigned_abs());
                 } else {
-                    created = wanted - active.len();
-                    pod_effects.extend(create_pods(job, created, &mut events));
+                    let missing = wanted - active.len();
+                    pod_effects.extend(create_pods(job, missing, &mut events));
                 }
             }
             if let Some(at) = deadline(job) {
@@ -374,12 +373,9 @@ fn sync(
         }
     }
     let ready = active.iter().filter(|p| is_true(p, "Ready")).count();
-    set_counts(
-        &mut status,
-        active.len() + created - removed,
-        succeeded,
-        failed,
-    );
+    // New pods count as active once they exist (their creation triggers the next sync): a creation the API
+    // refuses, over a quota, leaves `active` as it was, as the real controller's decrement on failure does.
+    set_counts(&mut status, active.len() - removed, succeeded, failed);
     meta::set_at(&mut status, &["ready"], json!(ready));
     meta::set_at(&mut status, &["terminating"], json!(terminating));
     meta::set_at(&mut status, &["uncountedTerminatedPods"], json!({}));
@@ -627,8 +623,9 @@ mod tests {
         let action = decide(Some(&fresh), &[], at("2026-01-01T00:00:03Z"), BACKOFF);
         assert_eq!(
             status_written(&action),
-            json!({"startTime": "2026-01-01T00:00:03Z", "active": 1, "ready": 0, "terminating": 0,
-                "uncountedTerminatedPods": {}})
+            json!({"startTime": "2026-01-01T00:00:03Z", "ready": 0, "terminating": 0,
+                "uncountedTerminatedPods": {}}),
+            "the pod counts as active once it exists"
         );
         let pods = created(&action);
         assert_eq!(pods.len(), 1);

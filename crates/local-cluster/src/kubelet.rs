@@ -21,6 +21,7 @@ use crate::recorder::Event;
 use crate::script::{Outcome, Script, crash_backoff, run_length};
 use crate::store::{Change, ObjectKey, Store};
 
+mod probe;
 mod process;
 pub(crate) use process::ProcessKubelet;
 
@@ -200,6 +201,8 @@ struct Step<'a> {
     restarts: u32,
     now: &'a str,
     action: Action,
+    /// The container has a startup probe that has not succeeded: while running, it is not `started`.
+    starting: bool,
 }
 
 impl Step<'_> {
@@ -211,12 +214,14 @@ impl Step<'_> {
         restart_count: u32,
         ready: bool,
     ) {
+        let started = state.get("running").is_some() && !self.starting;
         let view = PodView {
             phase,
             state,
             last_state,
             restart_count,
             ready,
+            started,
         };
         let mut updated = self.pod.clone();
         meta::set_at(
@@ -380,6 +385,41 @@ impl Step<'_> {
         }
     }
 
+    /// A running container whose probes changed its `started` (with [`Step::starting`]) or `ready`.
+    fn running(&mut self, ready: bool) {
+        self.write(
+            "Running",
+            json!({"running": {"startedAt": started_at(self.pod)}}),
+            self.last_state(),
+            self.restarts,
+            ready,
+        );
+    }
+
+    /// A failed pull backs off: `ImagePullBackOff`. The image never appears (scripted, or missing from the
+    /// process kubelet's images), so the pull is not retried (retries would only repeat events).
+    fn pull_back_off(mut self) -> (Action, Option<Next>) {
+        let image = self.first_image();
+        self.write(
+            "Pending",
+            waiting(
+                "ImagePullBackOff",
+                &format!("Back-off pulling image \"{image}\""),
+            ),
+            json!({}),
+            self.restarts,
+            false,
+        );
+        self.events("Normal", "BackOff", |_, image| {
+            format!("Back-off pulling image \"{image}\"")
+        });
+        self.events("Warning", "Failed", |_, _| {
+            "Error: ImagePullBackOff".to_owned()
+        });
+        let restarts = self.restarts;
+        self.done(Some(Next::Enter(Stage::PullBackOff, restarts)))
+    }
+
     /// Containers exited with `terminated`: the pod finishes, or they are restarted after a back-off.
     fn exited(mut self, terminated: Value, success: bool) -> (Action, Option<Next>) {
         let restart = match meta::str_at(self.pod, &["spec", "restartPolicy"]).unwrap_or("Always") {
@@ -443,6 +483,7 @@ fn terminate(pod: &Value, restarts: u32, now: &str, exit_code: i32) -> Action {
         restarts,
         now,
         action: Action::default(),
+        starting: false,
     };
     let running = started_at(pod);
     let state = if running.is_null() {
@@ -518,6 +559,7 @@ fn step(
         restarts,
         now,
         action,
+        starting: false,
     };
     let Some((run, elapsed)) = run else {
         return if started_elsewhere(pod) {
@@ -544,27 +586,7 @@ fn step(
     }
     match run.stage {
         Stage::Creating | Stage::BackingOff => step.start(outcome),
-        Stage::PullFailed | Stage::PullBackOff => {
-            let image = step.first_image();
-            step.write(
-                "Pending",
-                waiting(
-                    "ImagePullBackOff",
-                    &format!("Back-off pulling image \"{image}\""),
-                ),
-                json!({}),
-                restarts,
-                false,
-            );
-            step.events("Normal", "BackOff", |_, image| {
-                format!("Back-off pulling image \"{image}\"")
-            });
-            step.events("Warning", "Failed", |_, _| {
-                "Error: ImagePullBackOff".to_owned()
-            });
-            // The scripted image never appears, so the pull is not retried (retries would only repeat events).
-            step.done(Some(Next::Enter(Stage::PullBackOff, restarts)))
-        }
+        Stage::PullFailed | Stage::PullBackOff => step.pull_back_off(),
         Stage::Running => {
             let (code, reason) = match outcome {
                 Outcome::Exit { code, .. } => (*code, "Error"),

@@ -2,15 +2,17 @@
 //! embedded default of toolforge-jobs, and as a development cluster that real kubectl can use (SPEC §10).
 //!
 //! Part 1 is the API machinery: an HTTP server (module `api`) over one object [`Store`] with a global
-//! resourceVersion, the registry operations (`ops`, `apply`, `delete`) with their validation and defaulting,
-//! watches, and the garbage collector (`gc`). Part 2 adds controllers on a small reconciler framework
-//! (`controller`): Job, TTL-after-finished, CronJob, ReplicaSet and Deployment controllers and a scripted kubelet,
-//! opted into with [`Options::controllers`]; what the scripted containers print ([`Script::output`]) is served by
+//! resourceVersion, the registry operations (`ops`, `apply`, `delete`) with their validation, defaulting and
+//! admission (LimitRanger and ResourceQuota, module `admission`), watches, and the garbage collector (`gc`).
+//! Part 2 adds controllers on a small reconciler framework (`controller`): Job, TTL-after-finished, CronJob,
+//! ReplicaSet and Deployment controllers and a kubelet (scripted, or running processes with probes), opted into
+//! with [`Options::controllers`]; what the scripted containers print ([`Script::output`]) is served by
 //! `pods/{name}/log` (module `logs` and `api::log`). `docs/local-cluster.md` lists what is served and the known
 //! divergences.
 //!
 //! Start with [`LocalCluster::start`] (tests) or [`serve`] (the `local-cluster` command).
 
+mod admission;
 mod api;
 mod apply;
 mod bootstrap;

@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::admission;
 use crate::apply;
 use crate::decode::{self, FieldValidation};
 use crate::defaults;
@@ -90,6 +91,7 @@ pub(crate) fn insert_new(
         ));
     }
     defaults::apply(resource, &mut object);
+    admission::mutate(s, resource, &mut object);
     for field in [
         "deletionTimestamp",
         "deletionGracePeriodSeconds",
@@ -140,6 +142,7 @@ pub(crate) fn insert_new(
     if resource.namespaced {
         check_namespace(s, resource, meta::namespace(&object), &name)?;
     }
+    admission::validate(s, resource, &object)?;
     if let Some(existing) = s.get(&ObjectKey::of(resource, &object)) {
         let mut error = ApiError::already_exists(resource, &name, meta::is_deleting(existing));
         if generated {
@@ -166,12 +169,13 @@ fn check_namespace(
     match s.get(&ObjectKey::new(namespaces, "", namespace)) {
         None => Err(ApiError::not_found(namespaces, namespace)),
         Some(ns) if meta::is_deleting(ns) => {
-            let mut error = ApiError::forbidden(format!(
-                "{} \"{name}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
-                resource.plural
-            ));
-            error.details.insert("name".into(), json!(name));
-            error.details.insert("kind".into(), json!(resource.plural));
+            let mut error = ApiError::forbidden_object(
+                resource,
+                name,
+                &format!(
+                    "unable to create new content in namespace {namespace} because it is being terminated"
+                ),
+            );
             error.details.insert(
                 "causes".into(),
                 json!([{"reason": "NamespaceTerminating", "message": format!("namespace {namespace} is being terminated"), "field": "metadata.namespace"}]),
@@ -485,4 +489,34 @@ pub(crate) fn list_object(
         "metadata": metadata,
         "items": Value::Array(items),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_for_a_terminating_namespace_is_forbidden_with_the_qualified_resource() {
+        let store = Store::new(100);
+        store
+            .write(|s| {
+                let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": "gone", "deletionTimestamp": "2026-01-01T00:00:00Z",
+                        "finalizers": ["example.org/hold"]}});
+                Ok(s.create(namespaces(), namespace))
+            })
+            .expect("written");
+        let jobs = resources::find("batch", "v1", "jobs").expect("served");
+        let job = json!({"metadata": {"name": "j"}, "spec": {"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox"}]}}}});
+        let error = create(&store, jobs, Some("gone"), job, &WriteOptions::default())
+            .expect_err("forbidden");
+        assert_eq!(
+            error.message,
+            r#"jobs.batch "j" is forbidden: unable to create new content in namespace gone because it is being terminated"#
+        );
+        assert_eq!(error.details["group"], "batch");
+        assert_eq!(error.details["kind"], "jobs");
+        assert_eq!(error.details["causes"][0]["reason"], "NamespaceTerminating");
+    }
 }

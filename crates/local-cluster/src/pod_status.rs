@@ -24,6 +24,8 @@ pub(crate) struct PodView {
     pub(crate) last_state: Value,
     pub(crate) restart_count: u32,
     pub(crate) ready: bool,
+    /// Whether a running container counts as `started` (false while its startup probe has not succeeded).
+    pub(crate) started: bool,
 }
 
 /// The `(name, image)` of each container.
@@ -141,7 +143,7 @@ pub(crate) fn render(pod: &Value, view: &PodView, now: &str) -> Value {
                 "image": image,
                 "imageID": "",
                 "ready": view.ready,
-                "started": view.state.get("running").is_some(),
+                "started": view.started,
                 "restartCount": view.restart_count,
                 "state": view.state,
                 "lastState": view.last_state,
@@ -211,6 +213,7 @@ mod tests {
             last_state: json!({}),
             restart_count: 0,
             ready: false,
+            started: false,
         };
         let status = render(&pod(), &view, "2026-01-01T00:00:00Z");
         assert_eq!(status["conditions"][2]["type"], "Ready");
@@ -236,6 +239,7 @@ mod tests {
             last_state: json!({}),
             restart_count: 0,
             ready: true,
+            started: true,
         };
         let status = render(&old, &running, "2026-01-01T00:00:01Z");
         meta::set_at(&mut old, &["status"], status);
@@ -243,6 +247,7 @@ mod tests {
             phase: "Succeeded",
             state: json!({"terminated": {"exitCode": 0, "reason": "Completed"}}),
             ready: false,
+            started: false,
             ..running
         };
         let status = render(&old, &done, "2026-01-01T00:00:05Z");

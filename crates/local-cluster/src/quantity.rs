@@ -1,6 +1,7 @@
 //! Resource quantities (`cpu: 500m`, `memory: 1Gi`) are parsed and stored in their canonical form, as the API
 //! server does (reference §2.2.1): a client reading an object back gets `512Mi` for `0.5Gi` and `1` for `1000m`.
-//! Values are kept exactly, in nano units, and rounded up to nano precision.
+//! Values are kept exactly, in nano units, and rounded up to nano precision. [`Quantity`] adds and compares them
+//! for LimitRange and ResourceQuota admission.
 
 use serde_json::Value;
 
@@ -12,6 +13,96 @@ enum Format {
     DecimalSi,
     BinarySi,
     DecimalExponent,
+}
+
+/// A parsed quantity: its exact value in nano units and the format its canonical text uses.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Quantity {
+    nano: i128,
+    format: Format,
+}
+
+impl Quantity {
+    /// Zero, written `0`.
+    pub(crate) const ZERO: Quantity = Quantity {
+        nano: 0,
+        format: Format::DecimalSi,
+    };
+
+    /// One object, as quota object counts charge it.
+    pub(crate) const ONE: Quantity = Quantity {
+        nano: NANO,
+        format: Format::DecimalSi,
+    };
+
+    /// A quantity from its text (or a JSON number); `None` when invalid.
+    pub(crate) fn from_value(value: &Value) -> Option<Quantity> {
+        let (nano, format) = match value {
+            Value::String(text) => parse(text.trim())?,
+            Value::Number(number) => parse(&number.to_string())?,
+            _ => return None,
+        };
+        Some(Quantity { nano, format })
+    }
+
+    /// The sum; a zero left side takes the right side's format, as `Quantity.Add` does.
+    #[must_use]
+    pub(crate) fn add(self, other: Quantity) -> Quantity {
+        Quantity {
+            nano: self.nano + other.nano,
+            format: if self.nano == 0 {
+                other.format
+            } else {
+                self.format
+            },
+        }
+    }
+
+    /// The larger of two, keeping the format of the one chosen (`self` on a tie).
+    #[must_use]
+    pub(crate) fn larger(self, other: Quantity) -> Quantity {
+        if other.nano > self.nano { other } else { self }
+    }
+
+    /// The value in thousandths, rounded up (`MilliValue`).
+    pub(crate) fn milli(self) -> i128 {
+        ceil_div(self.nano, 1_000_000)
+    }
+
+    /// The value in units, rounded up (`Value`).
+    pub(crate) fn units(self) -> i128 {
+        ceil_div(self.nano, NANO)
+    }
+}
+
+fn ceil_div(value: i128, divisor: i128) -> i128 {
+    value.div_euclid(divisor) + i128::from(value.rem_euclid(divisor) != 0)
+}
+
+impl PartialEq for Quantity {
+    fn eq(&self, other: &Self) -> bool {
+        self.nano == other.nano
+    }
+}
+
+impl Eq for Quantity {}
+
+impl PartialOrd for Quantity {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Quantity {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.nano.cmp(&other.nano)
+    }
+}
+
+impl std::fmt::Display for Quantity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&render(self.nano, self.format))
+    }
 }
 
 /// The canonical text of a quantity, or the error message of an invalid one.
@@ -120,9 +211,16 @@ pub(crate) fn canonicalize_object(value: &mut Value) -> Result<(), String> {
 }
 
 fn walk(value: &mut Value, parent: Option<&str>, key: Option<&str>) -> Result<(), String> {
+    // Container resources and pod overhead; LimitRange items (under `spec.limits`); ResourceQuota hard and used.
     let holds_quantities = matches!(
         (parent, key),
-        (Some("resources"), Some("requests" | "limits")) | (_, Some("overhead"))
+        (Some("resources"), Some("requests" | "limits"))
+            | (_, Some("overhead"))
+            | (
+                Some("limits"),
+                Some("max" | "min" | "default" | "defaultRequest" | "maxLimitRequestRatio")
+            )
+            | (Some("spec" | "status"), Some("hard" | "used"))
     );
     match value {
         Value::Object(map) if holds_quantities => {
@@ -189,6 +287,47 @@ mod tests {
         for invalid in ["", "abc", "1..2", "1Xi", "--1", "1.2.3"] {
             assert!(canonicalize(invalid).is_err(), "{invalid}");
         }
+    }
+
+    #[test]
+    fn sums_take_the_format_of_the_first_non_zero_term_and_compare_by_value() {
+        let q = |text: &str| Quantity::from_value(&Value::from(text)).expect("valid");
+        assert_eq!(
+            Quantity::ZERO.add(q("512Mi")).add(q("512Mi")).to_string(),
+            "1Gi"
+        );
+        assert_eq!(q("1").add(q("500m")).to_string(), "1500m");
+        assert_eq!(q("100M").add(q("1Mi")).to_string(), "101048576");
+        assert!(q("1Gi") > q("1G"));
+        assert_eq!(q("1000m"), q("1"));
+        assert_eq!(q("1n").milli(), 1, "rounded up");
+        assert_eq!(q("1500m").units(), 2);
+        assert_eq!(
+            Quantity::from_value(&json!(2)).map(|q| q.to_string()),
+            Some("2".into())
+        );
+    }
+
+    #[test]
+    fn limit_range_and_quota_values_are_canonicalised() {
+        let mut limits = json!({"spec": {"limits": [{"type": "Container", "max": {"cpu": "1000m"},
+            "defaultRequest": {"memory": "0.5Gi"}, "maxLimitRequestRatio": {"cpu": "2.0"}}]}});
+        canonicalize_object(&mut limits).expect("valid");
+        assert_eq!(limits["spec"]["limits"][0]["max"]["cpu"], "1");
+        assert_eq!(
+            limits["spec"]["limits"][0]["defaultRequest"]["memory"],
+            "512Mi"
+        );
+        assert_eq!(
+            limits["spec"]["limits"][0]["maxLimitRequestRatio"]["cpu"],
+            "2"
+        );
+        let mut quota = json!({"spec": {"hard": {"requests.memory": "4096Mi", "pods": 10}}});
+        canonicalize_object(&mut quota).expect("valid");
+        assert_eq!(
+            quota["spec"]["hard"],
+            json!({"requests.memory": "4Gi", "pods": "10"})
+        );
     }
 
     #[test]

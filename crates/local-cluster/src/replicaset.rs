@@ -1,10 +1,11 @@
 //! The ReplicaSet controller (reference §3.4): keeps `spec.replicas` active pods from the template (terminal and
 //! deleting pods do not count; the kubelet restarts exited containers), deleting surplus pods not-ready first,
 //! and writes `replicas`, `fullyLabeledReplicas`, `readyReplicas`, `availableReplicas` (ready for
-//! `minReadySeconds`) and `observedGeneration`.
+//! `minReadySeconds`) and `observedGeneration`. A refused pod creation (a quota) records `FailedCreate` and
+//! sets the `ReplicaFailure` condition (reason `FailedCreate`, the API's message), which stays until no pod is
+//! missing.
 //!
-//! Not covered: adoption of orphan pods, the `ReplicaFailure` condition and `FailedCreate` events, slow-start
-//! batches.
+//! Not covered: adoption of orphan pods, `FailedDelete`, slow-start batches.
 
 use jiff::Timestamp;
 use serde_json::{Value, json};
@@ -18,6 +19,7 @@ use crate::meta;
 use crate::ops::Part;
 use crate::recorder::Event;
 use crate::selector::LabelSelector;
+use crate::status::ApiError;
 use crate::store::{Change, Store};
 
 const COMPONENT: &str = "replicaset-controller";
@@ -41,6 +43,33 @@ impl Reconciler for ReplicaSetController {
             .map(|(set, owned)| decide(&set, &owned, Timestamp::now()))
             .unwrap_or_default()
     }
+
+    fn refused(&mut self, key: &Key, store: &Store, error: &ApiError) -> Vec<Effect> {
+        store
+            .get(replicasets(), &key.namespace, &key.name)
+            .and_then(|set| with_failure(&set, &error.message, Timestamp::now()))
+            .map(|set| Effect::Replace(replicasets(), Part::Status, set))
+            .into_iter()
+            .collect()
+    }
+}
+
+/// The ReplicaSet with the `ReplicaFailure` condition for a refused creation, unless it has one already (the
+/// first refusal's message stays, as the controller's `SetCondition` keeps it).
+fn with_failure(set: &Value, message: &str, now: Timestamp) -> Option<Value> {
+    if condition(set, "ReplicaFailure").is_some() {
+        return None;
+    }
+    let mut updated = set.clone();
+    let status = meta::map_at(&mut updated, &["status"]);
+    let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+    if let Some(list) = conditions.as_array_mut() {
+        list.push(
+            json!({"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate",
+            "message": message, "lastTransitionTime": meta::format_time(now)}),
+        );
+    }
+    Some(updated)
 }
 
 fn is_active(pod: &Value) -> bool {
@@ -88,7 +117,8 @@ pub(crate) fn decide(set: &Value, owned: &[Value], now: Timestamp) -> Action {
         .and_then(|r| usize::try_from(r).ok())
         .unwrap_or(1);
     let mut effects = Vec::new();
-    if active.len() < wanted {
+    let missing = active.len() < wanted;
+    if missing {
         let template = meta::at(set, &["spec", "template"])
             .cloned()
             .unwrap_or_default();
@@ -161,6 +191,10 @@ pub(crate) fn decide(set: &Value, owned: &[Value], now: Timestamp) -> Action {
     }
     if let Some(generation) = meta::at(set, &["metadata", "generation"]) {
         meta::set_at(&mut status, &["observedGeneration"], generation.clone());
+    }
+    // A creation failure stays reported while pods are missing; once none is, the condition goes.
+    if missing && let Some(failure) = condition(set, "ReplicaFailure") {
+        meta::set_at(&mut status, &["conditions"], json!([failure]));
     }
     if set.get("status") != Some(&status) {
         let mut updated = set.clone();
@@ -243,6 +277,44 @@ mod tests {
         assert_eq!(
             status(&later).map(|s| s["availableReplicas"].clone()),
             Some(json!(1))
+        );
+    }
+
+    #[test]
+    fn a_refused_creation_is_reported_until_no_pod_is_missing() {
+        let now = at("2026-01-01T00:00:05Z");
+        let failed = with_failure(
+            &set(2, 0),
+            "pods \"web-abcde\" is forbidden: exceeded quota",
+            now,
+        )
+        .expect("no condition yet");
+        assert_eq!(
+            failed["status"]["conditions"],
+            json!([{"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate",
+                "message": "pods \"web-abcde\" is forbidden: exceeded quota",
+                "lastTransitionTime": "2026-01-01T00:00:05Z"}])
+        );
+        assert!(
+            with_failure(&failed, "another", now).is_none(),
+            "the first message stays"
+        );
+        let written = |action: &Action| match action.effects.first() {
+            Some(Effect::Replace(_, Part::Status, set)) => set["status"].clone(),
+            other => panic!("status written first, got {other:?}"),
+        };
+        let one = [pod("a", Some("local"), None)];
+        let still_missing = decide(&failed, &one, now);
+        assert_eq!(
+            written(&still_missing)["conditions"],
+            failed["status"]["conditions"]
+        );
+        assert!(matches!(still_missing.effects[1], Effect::Create(..)));
+        let both = [pod("a", Some("local"), None), pod("b", Some("local"), None)];
+        assert!(
+            written(&decide(&failed, &both, now))
+                .get("conditions")
+                .is_none()
         );
     }
 }

@@ -24,8 +24,21 @@ pub struct ProcessOptions {
     /// The tool's home, given to processes as `HOME` and `TOOL_DATA_DIR`; `None` uses the container's
     /// `workingDir` (or the cluster's current directory without one).
     pub tool_data_dir: Option<PathBuf>,
-    /// The first crash-loop back-off; it doubles per restart up to 30 times this (10 s → 300 s).
+    /// The first crash-loop back-off; it doubles per restart up to 30 times this (10 s → 300 s). Also how long
+    /// a failed image pull shows `ErrImagePull` before `ImagePullBackOff`.
     pub restart_backoff: Duration,
+    /// The images the node can pull, exactly as pods name them; a container of any other image waits in
+    /// `ErrImagePull`, then `ImagePullBackOff`, and never runs. `None`: every image pulls.
+    pub images: Option<Vec<String>>,
+}
+
+impl ProcessOptions {
+    /// Whether the node can pull `image`.
+    pub(crate) fn pulls(&self, image: &str) -> bool {
+        self.images
+            .as_ref()
+            .is_none_or(|images| images.iter().any(|i| i == image))
+    }
 }
 
 impl Default for ProcessOptions {
@@ -33,6 +46,7 @@ impl Default for ProcessOptions {
         ProcessOptions {
             tool_data_dir: None,
             restart_backoff: Duration::from_secs(10),
+            images: None,
         }
     }
 }

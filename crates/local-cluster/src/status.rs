@@ -172,6 +172,16 @@ impl ApiError {
         Self::new(403, "Forbidden", message)
     }
 
+    /// 403 Forbidden from an admission plugin: `pods "x" is forbidden: <reason>`.
+    #[must_use]
+    pub fn forbidden_object(resource: &ResourceType, name: &str, reason: &str) -> Self {
+        Self::forbidden(format!(
+            "{} \"{name}\" is forbidden: {reason}",
+            resource.qualified_resource()
+        ))
+        .with_object(resource, name, resource.plural)
+    }
+
     /// 405 for a verb a resource does not support.
     #[must_use]
     pub fn method_not_allowed(verb: &str, resource: &ResourceType) -> Self {
@@ -409,9 +419,14 @@ pub(crate) fn render_value(value: &Value) -> String {
 }
 
 fn aggregate(errors: &[FieldError]) -> String {
+    aggregate_messages(errors.iter().map(|e| format!("{}: {}", e.field, e.body())))
+}
+
+/// Several error messages as apimachinery's `Aggregate` prints them: duplicates dropped, one message alone,
+/// several in brackets.
+pub(crate) fn aggregate_messages(messages: impl IntoIterator<Item = String>) -> String {
     let mut parts: Vec<String> = Vec::new();
-    for e in errors {
-        let text = format!("{}: {}", e.field, e.body());
+    for text in messages {
         if !parts.contains(&text) {
             parts.push(text);
         }

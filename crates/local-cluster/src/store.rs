@@ -217,6 +217,15 @@ impl Inner {
         Some(object)
     }
 
+    /// The namespaces of the changes not yet published (what the quota refresh looks at).
+    pub(crate) fn pending_namespaces(&self) -> std::collections::BTreeSet<String> {
+        self.pending
+            .iter()
+            .filter(|change| change.resource.namespaced)
+            .map(|change| meta::namespace(&change.object).to_owned())
+            .collect()
+    }
+
     fn record(
         &mut self,
         resource: &'static ResourceType,
@@ -289,7 +298,8 @@ impl Store {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Runs a write under the lock, then the garbage collector, then publishes the changes in order.
+    /// Runs a write under the lock, then the garbage collector and the quota usage count, then publishes the
+    /// changes in order.
     pub(crate) fn write<T>(
         &self,
         f: impl FnOnce(&mut Inner) -> Result<T, ApiError>,
@@ -297,6 +307,7 @@ impl Store {
         let mut inner = self.lock();
         let result = f(&mut inner);
         crate::gc::collect(&mut inner);
+        crate::admission::refresh_quotas(&mut inner);
         let pending = std::mem::take(&mut inner.pending);
         if !pending.is_empty() {
             for change in pending {

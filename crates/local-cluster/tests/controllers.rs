@@ -844,3 +844,201 @@ async fn after_a_restart_from_the_state_file_a_running_job_pod_is_lost_like_on_a
         Some((137, "ContainerStatusUnknown".to_owned()))
     );
 }
+
+/// A ResourceQuota `tool-q` in `default` with these hard limits.
+async fn quota(client: &kube::Client, hard: Value) {
+    let quotas: Api<k8s_openapi::api::core::v1::ResourceQuota> =
+        Api::default_namespaced(client.clone());
+    let quota = serde_json::from_value(json!({"apiVersion": "v1", "kind": "ResourceQuota",
+        "metadata": {"name": "tool-q"}, "spec": {"hard": hard}}))
+    .expect("valid quota");
+    quotas
+        .create(&PostParams::default(), &quota)
+        .await
+        .expect("quota created");
+}
+
+#[tokio::test]
+async fn a_job_over_quota_records_failed_create_stays_without_pods_and_starts_once_it_fits() {
+    use kube::api::{Patch, PatchParams};
+
+    let (_cluster, client) = start(Script::new(Outcome::Succeed { after: 20 * MS })).await;
+    quota(&client, json!({"count/pods": "0"})).await;
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    jobs.create(
+        &PostParams::default(),
+        &job("blocked", "busybox", &json!({})),
+    )
+    .await
+    .expect("the Job itself is not limited");
+    let refusal = eventually("a FailedCreate event", || async {
+        events_about(&client, "blocked")
+            .await
+            .into_iter()
+            .find(|(_, reason, _)| reason == "FailedCreate")
+    })
+    .await;
+    let (kind, _, message) = &refusal;
+    assert_eq!(kind, "Warning");
+    let pod_name = message
+        .strip_prefix("Error creating: pods \"")
+        .and_then(|rest| rest.split_once('"'))
+        .map_or_else(|| panic!("unexpected message {message}"), |(name, _)| name);
+    assert!(pod_name.starts_with("blocked-") && pod_name.len() == "blocked-".len() + 5);
+    assert_eq!(
+        message,
+        &format!(
+            "Error creating: pods \"{pod_name}\" is forbidden: exceeded quota: tool-q, requested: count/pods=1, used: count/pods=0, limited: count/pods=0"
+        )
+    );
+    // Retries keep being refused (with back-off) without failing the Job or counting anything.
+    tokio::time::sleep(300 * MS).await;
+    let status = jobs
+        .get("blocked")
+        .await
+        .expect("job")
+        .status
+        .expect("status");
+    assert_eq!(
+        (status.active, status.failed, status.succeeded),
+        (None, None, None)
+    );
+    assert_eq!(status.conditions, None);
+    assert_eq!(status.ready, Some(0));
+    assert!(pods_of(&client, "blocked").await.is_empty());
+
+    let quotas: Api<k8s_openapi::api::core::v1::ResourceQuota> =
+        Api::default_namespaced(client.clone());
+    quotas
+        .patch(
+            "tool-q",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"hard": {"count/pods": "1"}}})),
+        )
+        .await
+        .expect("quota raised");
+    finished(&jobs, "blocked", "Complete").await;
+}
+
+#[tokio::test]
+async fn a_deployment_whose_pods_are_over_quota_reports_replica_failure() {
+    use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+
+    let (_cluster, client) = start(Script::new(Outcome::RunForever)).await;
+    quota(&client, json!({"pods": "1"})).await;
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    let deployment: Deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "main", "image": "busybox:1"}]}}}
+    }))
+    .expect("valid deployment");
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .expect("created");
+    let failure = eventually("the ReplicaFailure condition", || async {
+        let d = deployments.get("web").await.expect("deployment");
+        d.status?
+            .conditions?
+            .into_iter()
+            .find(|c| c.type_ == "ReplicaFailure")
+    })
+    .await;
+    assert_eq!(
+        (failure.status.as_str(), failure.reason.as_deref()),
+        ("True", Some("FailedCreate"))
+    );
+    let message = failure.message.expect("message");
+    assert!(
+        message.starts_with("pods \"web-")
+            && message.ends_with(
+                "\" is forbidden: exceeded quota: tool-q, requested: pods=1, used: pods=1, limited: pods=1"
+            ),
+        "{message}"
+    );
+    let sets: Api<ReplicaSet> = Api::default_namespaced(client.clone());
+    let set = sets
+        .list(&ListParams::default())
+        .await
+        .expect("replicasets")
+        .items
+        .remove(0);
+    let set_name = set.metadata.name.clone().expect("name");
+    let set_failure = set
+        .status
+        .and_then(|s| s.conditions)
+        .and_then(|c| c.into_iter().find(|c| c.type_ == "ReplicaFailure"))
+        .expect("the ReplicaSet has the condition");
+    assert_eq!(set_failure.message.as_deref(), Some(message.as_str()));
+    let events = events_about(&client, &set_name).await;
+    assert!(
+        events.iter().any(|(kind, reason, text)| kind == "Warning"
+            && reason == "FailedCreate"
+            && *text == format!("Error creating: {message}")),
+        "{events:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_deployment_whose_replicaset_is_over_quota_is_not_progressing_until_it_fits() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::api::{Patch, PatchParams};
+
+    let (_cluster, client) = start(Script::new(Outcome::RunForever)).await;
+    quota(&client, json!({"count/replicasets.apps": "0"})).await;
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    let deployment: Deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "main", "image": "busybox:1"}]}}}
+    }))
+    .expect("valid deployment");
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .expect("created");
+    let progressing = eventually("Progressing False", || async {
+        let d = deployments.get("web").await.expect("deployment");
+        d.status?
+            .conditions?
+            .into_iter()
+            .find(|c| c.type_ == "Progressing" && c.status == "False")
+    })
+    .await;
+    assert_eq!(progressing.reason.as_deref(), Some("ReplicaSetCreateError"));
+    let message = progressing.message.expect("message");
+    let set = message
+        .strip_prefix("Failed to create new replica set \"")
+        .and_then(|rest| rest.split_once('"'))
+        .map_or_else(|| panic!("unexpected message {message}"), |(name, _)| name);
+    assert_eq!(
+        message,
+        format!(
+            "Failed to create new replica set \"{set}\": replicasets.apps \"{set}\" is forbidden: exceeded quota: tool-q, requested: count/replicasets.apps=1, used: count/replicasets.apps=0, limited: count/replicasets.apps=0"
+        )
+    );
+    let events = events_about(&client, "web").await;
+    assert!(
+        events.contains(&(
+            "Warning".to_owned(),
+            "ReplicaSetCreateError".to_owned(),
+            message.clone()
+        )),
+        "{events:?}"
+    );
+
+    let quotas: Api<k8s_openapi::api::core::v1::ResourceQuota> =
+        Api::default_namespaced(client.clone());
+    quotas
+        .patch(
+            "tool-q",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"hard": {"count/replicasets.apps": "1"}}})),
+        )
+        .await
+        .expect("quota raised");
+    rolled_out(&deployments, 1).await;
+}

@@ -15,14 +15,20 @@ use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, Proce
 const MS: Duration = Duration::from_millis(1);
 
 async fn start(tool_data_dir: Option<&Path>) -> (LocalCluster, kube::Client) {
+    start_with(ProcessOptions {
+        tool_data_dir: tool_data_dir.map(Path::to_path_buf),
+        restart_backoff: 30 * MS,
+        images: None,
+    })
+    .await
+}
+
+async fn start_with(options: ProcessOptions) -> (LocalCluster, kube::Client) {
     let cluster = LocalCluster::start(Options {
         controllers: Some(Controllers {
             job_backoff_base: 20 * MS,
             job_backoff_cap: 100 * MS,
-            kubelet: Some(Kubelet::Process(ProcessOptions {
-                tool_data_dir: tool_data_dir.map(Path::to_path_buf),
-                restart_backoff: 30 * MS,
-            })),
+            kubelet: Some(Kubelet::Process(options)),
         }),
         ..Options::default()
     })
@@ -69,6 +75,47 @@ fn pod(name: &str, container: &Value, extra: &Value) -> Pod {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec
     }))
     .expect("valid pod")
+}
+
+/// `<reason> <message>` of each Event about a pod, oldest first.
+async fn pod_events(client: &kube::Client, pod: &str) -> Vec<String> {
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::default_namespaced(client.clone());
+    let mut seen: Vec<(String, String)> = events
+        .list(&ListParams::default())
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some(pod))
+        .map(|e| {
+            let text = format!(
+                "{} {}",
+                e.reason.unwrap_or_default(),
+                e.message.unwrap_or_default()
+            );
+            (e.metadata.name.unwrap_or_default(), text)
+        })
+        .collect();
+    seen.sort();
+    seen.into_iter().map(|(_, text)| text).collect()
+}
+
+/// `(ready, started, restartCount)` of a pod's container and its `Ready` condition.
+async fn readiness(pods: &Api<Pod>, name: &str) -> Option<(bool, Option<bool>, i32, String)> {
+    let status = pods.get(name).await.ok()?.status?;
+    let container = status.container_statuses?.first()?.clone();
+    container.state.as_ref()?.running.as_ref()?;
+    let ready = status
+        .conditions?
+        .into_iter()
+        .find(|c| c.type_ == "Ready")?
+        .status;
+    Some((
+        container.ready,
+        container.started,
+        container.restart_count,
+        ready,
+    ))
 }
 
 fn condition(job: &Job, kind: &str) -> bool {
@@ -380,4 +427,197 @@ async fn the_process_sees_home_tool_data_dir_port_and_its_env_in_a_created_worki
         format!("{home}|{home}|8000|hi\n{}\n", working.display())
     );
     assert!(working.is_dir());
+}
+
+#[tokio::test]
+async fn an_image_the_node_cannot_pull_waits_in_err_image_pull_then_image_pull_back_off() {
+    const PULL_ERROR: &str = "rpc error: code = NotFound desc = failed to pull and unpack image \"nope:1\": failed to resolve reference \"nope:1\": not found";
+    let home = tempfile::tempdir().expect("temp dir");
+    let (_cluster, client) = start_with(ProcessOptions {
+        tool_data_dir: Some(home.path().to_path_buf()),
+        restart_backoff: 100 * MS,
+        images: Some(vec![
+            "docker-registry.tools.wmflabs.org/toolforge-bookworm-sssd:latest".into(),
+        ]),
+    })
+    .await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let container = json!({"name": "job", "image": "nope:1", "command": shell("touch ran")});
+    pods.create(&PostParams::default(), &pod("nope", &container, &json!({})))
+        .await
+        .expect("pod created");
+    let waiting = |reason: &'static str| {
+        let pods = pods.clone();
+        async move {
+            let pod = pods.get("nope").await.expect("pod");
+            let status = pod.status?;
+            let state = status.container_statuses?.first()?.state.clone()?;
+            let waiting = state.waiting?;
+            (waiting.reason.as_deref() == Some(reason))
+                .then(|| (status.phase, waiting.message.unwrap_or_default()))
+        }
+    };
+    let (phase, message) = eventually("ErrImagePull", || waiting("ErrImagePull")).await;
+    assert_eq!(phase.as_deref(), Some("Pending"));
+    assert_eq!(message, PULL_ERROR);
+    let (phase, message) = eventually("ImagePullBackOff", || waiting("ImagePullBackOff")).await;
+    assert_eq!(phase.as_deref(), Some("Pending"));
+    assert_eq!(message, "Back-off pulling image \"nope:1\"");
+
+    let seen = pod_events(&client, "nope").await;
+    assert_eq!(
+        seen,
+        [
+            "Scheduled Successfully assigned default/nope to local".to_owned(),
+            "Pulling Pulling image \"nope:1\"".to_owned(),
+            format!("Failed Failed to pull image \"nope:1\": {PULL_ERROR}"),
+            "Failed Error: ErrImagePull".to_owned(),
+            "BackOff Back-off pulling image \"nope:1\"".to_owned(),
+            "Failed Error: ImagePullBackOff".to_owned(),
+        ]
+    );
+    assert!(
+        !home.path().join("ran").exists(),
+        "the container never ran (its command would have created `ran`)"
+    );
+}
+
+#[tokio::test]
+async fn a_readiness_probe_keeps_the_container_unready_until_it_passes() {
+    let home = tempfile::tempdir().expect("temp dir");
+    let (_cluster, client) = start(Some(home.path())).await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let container = json!({"name": "web", "image": "busybox", "command": shell("exec sleep 60"),
+        "readinessProbe": {"exec": {"command": shell("test -f ready || { echo not yet; exit 1; }")}, "periodSeconds": 1, "failureThreshold": 1}});
+    pods.create(&PostParams::default(), &pod("web", &container, &json!({})))
+        .await
+        .expect("pod created");
+    let unready = eventually("running, not ready", || async {
+        readiness(&pods, "web").await.filter(|(ready, ..)| !ready)
+    })
+    .await;
+    assert_eq!(unready, (false, Some(true), 0, "False".to_owned()));
+    let refused = eventually("an Unhealthy event", || async {
+        pod_events(&client, "web")
+            .await
+            .into_iter()
+            .find(|e| e.starts_with("Unhealthy"))
+    })
+    .await;
+    assert_eq!(refused, "Unhealthy Readiness probe failed: not yet\n");
+    std::fs::write(home.path().join("ready"), "").expect("ready file");
+    let ready = eventually("ready", || async {
+        readiness(&pods, "web").await.filter(|(ready, ..)| *ready)
+    })
+    .await;
+    assert_eq!(ready, (true, Some(true), 0, "True".to_owned()));
+    std::fs::remove_file(home.path().join("ready")).expect("removed");
+    eventually("unready again", || async {
+        readiness(&pods, "web").await.filter(|(ready, ..)| !ready)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_failing_liveness_probe_kills_and_restarts_the_container() {
+    let home = tempfile::tempdir().expect("temp dir");
+    let (_cluster, client) = start(Some(home.path())).await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let container = json!({"name": "job", "image": "busybox", "command": shell("exec sleep 60"),
+        "livenessProbe": {"exec": {"command": shell("echo sick; exit 1")}, "initialDelaySeconds": 1,
+            "periodSeconds": 1, "failureThreshold": 2}});
+    let started = Instant::now();
+    pods.create(
+        &PostParams::default(),
+        &pod("live", &container, &json!({"restartPolicy": "Always"})),
+    )
+    .await
+    .expect("pod created");
+    let restarted = eventually("a restart", || async {
+        let pod = pods.get("live").await.ok()?;
+        let status = pod.status?.container_statuses?.first()?.clone();
+        (status.restart_count == 1).then_some(status)
+    })
+    .await;
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "the first probe waits a second and the second failure a period more"
+    );
+    let last = restarted
+        .last_state
+        .and_then(|s| s.terminated)
+        .expect("the killed run");
+    assert_eq!(
+        (last.exit_code, last.reason.as_deref()),
+        (143, Some("Error"))
+    );
+    let events = pod_events(&client, "live").await;
+    let failure = "Unhealthy Liveness probe failed: sick\n";
+    assert_eq!(
+        events.iter().filter(|e| *e == failure).count(),
+        1,
+        "repeats of one Event are counted, not duplicated: {events:?}"
+    );
+    assert!(
+        events
+            .contains(&"Killing Container job failed liveness probe, will be restarted".to_owned()),
+        "{events:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_startup_probe_gates_readiness_until_its_http_endpoint_answers() {
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
+        probe.local_addr().expect("address").port()
+    };
+    let (_cluster, client) = start(None).await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let container = json!({"name": "web", "image": "busybox", "command": shell("exec sleep 60"),
+        "ports": [{"name": "http", "containerPort": port}],
+        "startupProbe": {"httpGet": {"port": "http", "path": "/healthz"}, "periodSeconds": 1,
+            "failureThreshold": 30}});
+    pods.create(&PostParams::default(), &pod("web", &container, &json!({})))
+        .await
+        .expect("pod created");
+    let starting = eventually("running, not started", || async {
+        readiness(&pods, "web").await
+    })
+    .await;
+    assert_eq!(starting, (false, Some(false), 0, "False".to_owned()));
+    let refused = eventually("an Unhealthy event", || async {
+        pod_events(&client, "web")
+            .await
+            .into_iter()
+            .find(|e| e.starts_with("Unhealthy"))
+    })
+    .await;
+    assert_eq!(
+        refused,
+        format!(
+            "Unhealthy Startup probe failed: Get \"http://127.0.0.1:{port}/healthz\": dial tcp 127.0.0.1:{port}: connect: connection refused"
+        )
+    );
+    let server = std::net::TcpListener::bind(("127.0.0.1", port)).expect("port still free");
+    let answer = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let (mut stream, _) = server.accept().expect("probed");
+        let mut request = [0_u8; 1024];
+        let read = stream.read(&mut request).expect("request");
+        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+        String::from_utf8_lossy(&request[..read]).into_owned()
+    });
+    let request = tokio::task::spawn_blocking(move || answer.join().expect("answered"))
+        .await
+        .expect("joined");
+    assert!(
+        request.starts_with("GET /healthz HTTP/1.1\r\n")
+            && request.contains("User-Agent: kube-probe/1.33"),
+        "{request}"
+    );
+    let started = eventually("started and ready", || async {
+        readiness(&pods, "web").await.filter(|(ready, ..)| *ready)
+    })
+    .await;
+    assert_eq!(started, (true, Some(true), 0, "True".to_owned()));
 }

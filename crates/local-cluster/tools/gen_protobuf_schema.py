@@ -19,7 +19,8 @@ MODULES = ["api/core/v1", "api/batch/v1", "api/apps/v1", "api/coordination/v1", 
            "apimachinery/pkg/apis/meta/v1", "apimachinery/pkg/api/resource", "apimachinery/pkg/util/intstr",
            "apimachinery/pkg/runtime"]
 ROOTS = [("v1", "Pod", "api/core/v1"), ("v1", "ConfigMap", "api/core/v1"), ("v1", "Namespace", "api/core/v1"),
-         ("v1", "Service", "api/core/v1"), ("v1", "Event", "api/core/v1"), ("batch/v1", "Job", "api/batch/v1"),
+         ("v1", "Service", "api/core/v1"), ("v1", "Event", "api/core/v1"), ("v1", "LimitRange", "api/core/v1"),
+         ("v1", "ResourceQuota", "api/core/v1"), ("batch/v1", "Job", "api/batch/v1"),
          ("batch/v1", "CronJob", "api/batch/v1"), ("apps/v1", "Deployment", "api/apps/v1"),
          ("apps/v1", "ReplicaSet", "api/apps/v1"), ("coordination.k8s.io/v1", "Lease", "api/coordination/v1"),
          ("events.k8s.io/v1", "Event", "api/events/v1")]
@@ -30,7 +31,8 @@ SPECIAL = {("apimachinery/pkg/apis/meta/v1", "Time"): "Time", ("apimachinery/pkg
 SCALARS = {"string": "String", "bool": "Bool", "int32": "Int", "int64": "Int", "uint32": "Int", "uint64": "Int",
            "bytes": "Bytes"}
 
-FIELD = re.compile(r'#\[prost\(([^\]]*)\)\]\s*pub (\w+):(.*?)(?=\n\s*(?:///|#\[prost|\}))', re.S)
+# `r#type` is the field `type` (a Rust keyword).
+FIELD = re.compile(r'#\[prost\(([^\]]*)\)\]\s*pub (?:r#)?(\w+):(.*?)(?=\n\s*(?:///|#\[prost|\}))', re.S)
 
 
 def structs(module):

@@ -42,6 +42,10 @@ pub(crate) fn table(
 
 type Column = (&'static str, &'static str, u8);
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one short arm per served type; splitting by type would scatter one table"
+)]
 fn columns(resource: &ResourceType) -> Vec<Column> {
     let workload: [Column; 3] = [
         ("Containers", "string", 1),
@@ -133,6 +137,13 @@ fn columns(resource: &ResourceType) -> Vec<Column> {
             ("Holder", "string", 0),
             ("Age", "string", 0),
         ],
+        "resourcequotas" => vec![
+            ("Name", "string", 0),
+            ("Age", "string", 0),
+            ("Request", "string", 0),
+            ("Limit", "string", 0),
+        ],
+        "limitranges" => vec![("Name", "string", 0), ("Created At", "date", 0)],
         _ => vec![("Name", "string", 0), ("Age", "string", 0)],
     };
     if matches!(
@@ -415,8 +426,28 @@ fn cells(resource: &ResourceType, object: &Value, now: jiff::Timestamp) -> Vec<V
             json!(meta::str_at(object, &["spec", "holderIdentity"]).unwrap_or("<none>")),
             json!(created),
         ],
+        "resourcequotas" => {
+            let [request, limit] = quota_columns(object);
+            vec![name, json!(created), json!(request), json!(limit)]
+        }
+        "limitranges" => vec![
+            name,
+            json!(text(object, &["metadata", "creationTimestamp"])),
+        ],
         _ => vec![name, json!(created)],
     }
+}
+
+/// `name: used/hard` for each resource of `spec.hard`, sorted by name; `limits.*` go to the second column.
+fn quota_columns(quota: &Value) -> [String; 2] {
+    let mut columns: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    let hard = meta::at(quota, &["spec", "hard"]).and_then(Value::as_object);
+    for name in hard.into_iter().flat_map(serde_json::Map::keys) {
+        let value = |field: &str| meta::str_at(quota, &["status", field, name]).unwrap_or("0");
+        let column = usize::from(name.split('.').next() == Some("limits") && name.contains('.'));
+        columns[column].push(format!("{name}: {}/{}", value("used"), value("hard")));
+    }
+    columns.map(|parts| parts.join(", "))
 }
 
 fn conditions(object: &Value) -> Vec<(String, String)> {

@@ -2,10 +2,17 @@
 //! `args` exec'd directly, the container's env plus `HOME`, `TOOL_DATA_DIR` and `PORT`, in its `workingDir`
 //! (created if missing). Output is appended to the log store as it arrives; the real exit code becomes the
 //! terminated state; restarts follow the scripted kubelet's crash-loop back-off; a deleted pod's process gets
-//! SIGTERM, then SIGKILL after the grace period. Probes and images are not looked at.
+//! SIGTERM, then SIGKILL after the grace period. An image missing from [`ProcessOptions::images`] is not pulled:
+//! `ErrImagePull`, then `ImagePullBackOff` after `restart_backoff`, and the pod stays Pending.
+//! Probes ([`super::probe`]): a startup probe keeps the container not `started` and the others off until it
+//! passes; a readiness probe drives `ready` and the pod's `Ready` condition (a container without one is ready
+//! once started); a failed liveness or startup probe (`failureThreshold` in a row) kills the container
+//! (`Killing`, SIGTERM then SIGKILL after the grace period), which then restarts as the restart policy says.
+//! Every failed probe records `Unhealthy` `<Kind> probe failed: <output>`.
 //! The status writes and Events are the scripted kubelet's ([`Step`]).
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -16,6 +23,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use super::probe::{Kind, Prober, Verdict};
 use super::{Next, Stage, Step, bind, is_terminal, started_at, started_elsewhere, terminate};
 use crate::controller::{Action, Key, Reconciler, pods};
 use crate::meta;
@@ -36,6 +44,18 @@ struct Running {
     exited: Option<(Instant, ExitStatus)>,
     /// When SIGTERM was sent and when SIGKILL follows.
     kill_at: Option<Instant>,
+    /// The container's probes, which started with it.
+    probes: Vec<Prober>,
+    /// Whether the startup probe succeeded (true without one): until then no other probe runs.
+    started: bool,
+    /// The readiness the status shows.
+    ready: bool,
+}
+
+/// Sends SIGTERM to the container's processes; SIGKILL follows after the pod's grace period.
+fn stop(running: &mut Running, pod: &Value) {
+    signal_group(&running.child, "TERM");
+    running.kill_at = Some(Instant::now() + grace_period(pod));
 }
 
 /// Where a pod is.
@@ -47,6 +67,12 @@ enum State {
         delay: Duration,
     },
     Running(Box<Running>),
+    /// The image could not be pulled at `at`; `ImagePullBackOff` follows after the back-off.
+    PullFailed {
+        at: Instant,
+    },
+    /// Backing off from a pull that will not succeed; nothing happens until the pod is deleted.
+    PullBackOff,
 }
 
 #[derive(Debug)]
@@ -132,51 +158,76 @@ fn strings(container: &Value, field: &str) -> Vec<String> {
         .collect()
 }
 
-/// The command line, environment and directory of the container's process.
+/// The directory and environment of a container's processes: its command and its `exec` probes.
+struct Context {
+    dir: PathBuf,
+    env: Vec<(String, OsString)>,
+}
+
+impl Context {
+    fn of(container: &Value, options: &ProcessOptions) -> std::io::Result<Context> {
+        let working_dir = container
+            .get("workingDir")
+            .and_then(Value::as_str)
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from);
+        let home = match (&options.tool_data_dir, &working_dir) {
+            (Some(home), _) => home.clone(),
+            (None, Some(dir)) => dir.clone(),
+            (None, None) => std::env::current_dir()?,
+        };
+        let dir = working_dir.unwrap_or_else(|| home.clone());
+        // As container runtimes do, a missing working directory is created.
+        std::fs::create_dir_all(&dir)?;
+        let mut env: Vec<(String, OsString)> = Vec::new();
+        if let Some(path) = std::env::var_os("PATH") {
+            env.push(("PATH".into(), path));
+        }
+        env.push(("HOME".into(), home.clone().into_os_string()));
+        env.push(("TOOL_DATA_DIR".into(), home.into_os_string()));
+        let port = container
+            .get("ports")
+            .and_then(Value::as_array)
+            .and_then(|l| l.first())
+            .and_then(|p| p.get("containerPort"))
+            .and_then(Value::as_i64);
+        if let Some(port) = port {
+            env.push(("PORT".into(), port.to_string().into()));
+        }
+        for var in container
+            .get("env")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(name) = var.get("name").and_then(Value::as_str) {
+                let value = var.get("value").and_then(Value::as_str).unwrap_or_default();
+                env.push((name.to_owned(), value.into()));
+            }
+        }
+        Ok(Context { dir, env })
+    }
+
+    /// `argv` as a command in this directory and environment (and nothing of the cluster's).
+    fn command(&self, argv: &[String]) -> Command {
+        let (program, rest) = argv
+            .split_first()
+            .map_or(("", &[][..]), |(p, r)| (p.as_str(), r));
+        let mut command = Command::new(program);
+        command
+            .args(rest)
+            .current_dir(&self.dir)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
+        command
+    }
+}
+
+/// The container's own process: `command` + `args`, leading its own process group, output piped.
 fn command(container: &Value, options: &ProcessOptions) -> std::io::Result<Command> {
     let mut argv = strings(container, "command");
     argv.extend(strings(container, "args"));
-    let working_dir = container
-        .get("workingDir")
-        .and_then(Value::as_str)
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from);
-    let home = match (&options.tool_data_dir, &working_dir) {
-        (Some(home), _) => home.clone(),
-        (None, Some(dir)) => dir.clone(),
-        (None, None) => std::env::current_dir()?,
-    };
-    let dir = working_dir.unwrap_or_else(|| home.clone());
-    // As container runtimes do, a missing working directory is created.
-    std::fs::create_dir_all(&dir)?;
-    let mut argv = argv.into_iter();
-    let program = argv.next().unwrap_or_default();
-    let mut command = Command::new(program);
-    command.args(argv).current_dir(&dir).env_clear();
-    if let Some(path) = std::env::var_os("PATH") {
-        command.env("PATH", path);
-    }
-    command.env("HOME", &home).env("TOOL_DATA_DIR", &home);
-    let port = container
-        .get("ports")
-        .and_then(Value::as_array)
-        .and_then(|l| l.first())
-        .and_then(|p| p.get("containerPort"))
-        .and_then(Value::as_i64);
-    if let Some(port) = port {
-        command.env("PORT", port.to_string());
-    }
-    for var in container
-        .get("env")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        if let Some(name) = var.get("name").and_then(Value::as_str) {
-            let value = var.get("value").and_then(Value::as_str).unwrap_or_default();
-            command.env(name, value);
-        }
-    }
+    let mut command = Context::of(container, options)?.command(&argv);
     command
         .process_group(0)
         .stdin(Stdio::null())
@@ -281,6 +332,7 @@ impl Reconciler for ProcessKubelet {
                 restarts: 0,
                 now: &now,
                 action: Action::default(),
+                starting: false,
             };
             if meta::is_deleting(&pod) {
                 return terminate(&pod, 0, &now, 143);
@@ -328,10 +380,25 @@ impl ProcessKubelet {
             restarts: run.restarts,
             now,
             action: Action::default(),
+            starting: matches!(&run.state, State::Running(running) if !running.started),
         };
         let deleting = meta::is_deleting(pod);
         match &mut run.state {
-            State::Waiting { .. } if deleting => (terminate(pod, run.restarts, now, 143), false),
+            State::Waiting { .. } | State::PullFailed { .. } | State::PullBackOff if deleting => {
+                (terminate(pod, run.restarts, now, 143), false)
+            }
+            State::PullFailed { at } => {
+                let elapsed = Instant::now().saturating_duration_since(*at);
+                if elapsed < self.options.restart_backoff {
+                    return (
+                        later(self.options.restart_backoff.saturating_sub(elapsed)),
+                        true,
+                    );
+                }
+                run.state = State::PullBackOff;
+                (step.pull_back_off().0, true)
+            }
+            State::PullBackOff => (Action::default(), true),
             State::Waiting { at, delay } => {
                 let elapsed = Instant::now().saturating_duration_since(*at);
                 if elapsed < *delay {
@@ -360,18 +427,16 @@ impl ProcessKubelet {
                     }
                 }
                 let Some((exited, status)) = running.exited else {
-                    if deleting {
-                        match running.kill_at {
-                            None => {
-                                signal_group(&running.child, "TERM");
-                                running.kill_at = Some(Instant::now() + grace_period(pod));
-                            }
-                            Some(at) if Instant::now() >= at => {
-                                signal_group(&running.child, "KILL");
-                                let _ = running.child.kill();
-                            }
-                            Some(_) => {}
+                    if deleting && running.kill_at.is_none() {
+                        stop(running, pod);
+                    }
+                    match running.kill_at {
+                        Some(at) if Instant::now() >= at => {
+                            signal_group(&running.child, "KILL");
+                            let _ = running.child.kill();
                         }
+                        Some(_) => {}
+                        None => return (self.probe(running, pod, step), true),
                     }
                     return (later(POLL), true);
                 };
@@ -409,6 +474,15 @@ impl ProcessKubelet {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
+        let image = container
+            .get("image")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if !self.options.pulls(image) {
+            let (action, _) = step.start(&Outcome::ImagePullError);
+            run.state = State::PullFailed { at: Instant::now() };
+            return (action, true);
+        }
         let child = command(&container, &self.options).and_then(|mut c| c.spawn());
         let Ok(mut child) = child else {
             let (action, next) = step.start(&Outcome::CannotStart);
@@ -423,15 +497,94 @@ impl ProcessKubelet {
         if let Some(err) = child.stderr.take() {
             readers.push(reader(err, store, key, &name));
         }
-        let (mut action, _) = step.start(&Outcome::RunForever);
+        let started = Instant::now();
+        let probes: Vec<Prober> = [Kind::Startup, Kind::Liveness, Kind::Readiness]
+            .into_iter()
+            .filter_map(|kind| Prober::of(&container, kind, started))
+            .collect();
+        let has = |kind: Kind| probes.iter().any(|p| p.kind == kind);
+        let mut step = step;
+        step.starting = has(Kind::Startup);
+        // With a startup or readiness probe the container starts not ready.
+        let outcome = if step.starting || has(Kind::Readiness) {
+            Outcome::NeverReady
+        } else {
+            Outcome::RunForever
+        };
+        let (mut action, _) = step.start(&outcome);
         action.requeue_after = Some(POLL);
         run.state = State::Running(Box::new(Running {
             child,
             readers,
             exited: None,
             kill_at: None,
+            started: !has(Kind::Startup),
+            ready: outcome == Outcome::RunForever,
+            probes,
         }));
         (action, true)
+    }
+
+    /// Runs the due probes of a running container and acts on their results: `Unhealthy` events for failures,
+    /// `started` and `ready` in the status, and a container that failed its liveness or startup probe killed
+    /// (`Killing`), to be restarted as its pod's restart policy says once it exited.
+    fn probe(&self, running: &mut Running, pod: &Value, mut step: Step<'_>) -> Action {
+        let container = container(pod);
+        let exec = |argv: &[String]| {
+            Context::of(&container, &self.options)
+                .ok()
+                .map(|c| c.command(argv))
+        };
+        let has_readiness = running.probes.iter().any(|p| p.kind == Kind::Readiness);
+        let (was_started, was_ready) = (running.started, running.ready);
+        let mut failed: Option<Kind> = None;
+        for prober in &mut running.probes {
+            // The startup probe runs until it succeeds; the others only after it.
+            if (prober.kind == Kind::Startup) == running.started {
+                continue;
+            }
+            match (prober.kind, prober.poll(exec)) {
+                (Kind::Startup, Some(Verdict::Success { settled: true })) => {
+                    running.started = true;
+                    running.ready = !has_readiness;
+                }
+                (Kind::Readiness, Some(Verdict::Success { settled: true })) => running.ready = true,
+                (kind, Some(Verdict::Failure { output, settled })) => {
+                    step.events("Warning", "Unhealthy", |_, _| {
+                        format!("{} probe failed: {output}", kind.title())
+                    });
+                    match kind {
+                        Kind::Readiness if settled => running.ready = false,
+                        Kind::Liveness | Kind::Startup if settled => failed = Some(kind),
+                        _ => {}
+                    }
+                }
+                (_, None | Some(Verdict::Success { .. })) => {}
+            }
+        }
+        if (running.started, running.ready) != (was_started, was_ready) {
+            step.starting = !running.started;
+            step.running(running.ready);
+        }
+        if let Some(kind) = failed {
+            let restarted = meta::str_at(pod, &["spec", "restartPolicy"]) != Some("Never");
+            step.events("Normal", "Killing", |name, _| {
+                let probe = kind.title().to_lowercase();
+                let then = if restarted { ", will be restarted" } else { "" };
+                format!("Container {name} failed {probe} probe{then}")
+            });
+            stop(running, pod);
+        }
+        let next = running
+            .probes
+            .iter()
+            .map(Prober::due_in)
+            .min()
+            .unwrap_or(POLL)
+            .clamp(Duration::from_millis(1), POLL);
+        let mut action = step.action;
+        action.requeue(next);
+        action
     }
 }
 

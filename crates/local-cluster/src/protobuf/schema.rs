@@ -9,7 +9,8 @@ static M_APPS_V1_DEPLOYMENT: [Field; 3] = [
     Field { tag: 3, name: "status", kind: Kind::Message(&M_APPS_V1_DEPLOYMENTSTATUS), repeated: false },
 ];
 
-static M_APPS_V1_DEPLOYMENTCONDITION: [Field; 5] = [
+static M_APPS_V1_DEPLOYMENTCONDITION: [Field; 6] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
     Field { tag: 2, name: "status", kind: Kind::String, repeated: false },
     Field { tag: 6, name: "lastUpdateTime", kind: Kind::Time, repeated: false },
     Field { tag: 7, name: "lastTransitionTime", kind: Kind::Time, repeated: false },
@@ -40,7 +41,8 @@ static M_APPS_V1_DEPLOYMENTSTATUS: [Field; 9] = [
     Field { tag: 8, name: "collisionCount", kind: Kind::Int, repeated: false },
 ];
 
-static M_APPS_V1_DEPLOYMENTSTRATEGY: [Field; 1] = [
+static M_APPS_V1_DEPLOYMENTSTRATEGY: [Field; 2] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
     Field { tag: 2, name: "rollingUpdate", kind: Kind::Message(&M_APPS_V1_ROLLINGUPDATEDEPLOYMENT), repeated: false },
 ];
 
@@ -50,7 +52,8 @@ static M_APPS_V1_REPLICASET: [Field; 3] = [
     Field { tag: 3, name: "status", kind: Kind::Message(&M_APPS_V1_REPLICASETSTATUS), repeated: false },
 ];
 
-static M_APPS_V1_REPLICASETCONDITION: [Field; 4] = [
+static M_APPS_V1_REPLICASETCONDITION: [Field; 5] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
     Field { tag: 2, name: "status", kind: Kind::String, repeated: false },
     Field { tag: 3, name: "lastTransitionTime", kind: Kind::Time, repeated: false },
     Field { tag: 4, name: "reason", kind: Kind::String, repeated: false },
@@ -108,7 +111,8 @@ static M_BATCH_V1_JOB: [Field; 3] = [
     Field { tag: 3, name: "status", kind: Kind::Message(&M_BATCH_V1_JOBSTATUS), repeated: false },
 ];
 
-static M_BATCH_V1_JOBCONDITION: [Field; 5] = [
+static M_BATCH_V1_JOBCONDITION: [Field; 6] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
     Field { tag: 2, name: "status", kind: Kind::String, repeated: false },
     Field { tag: 3, name: "lastProbeTime", kind: Kind::Time, repeated: false },
     Field { tag: 4, name: "lastTransitionTime", kind: Kind::Time, repeated: false },
@@ -164,7 +168,8 @@ static M_BATCH_V1_PODFAILUREPOLICYONEXITCODESREQUIREMENT: [Field; 3] = [
     Field { tag: 3, name: "values", kind: Kind::Int, repeated: true },
 ];
 
-static M_BATCH_V1_PODFAILUREPOLICYONPODCONDITIONSPATTERN: [Field; 1] = [
+static M_BATCH_V1_PODFAILUREPOLICYONPODCONDITIONSPATTERN: [Field; 2] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
     Field { tag: 2, name: "status", kind: Kind::String, repeated: false },
 ];
 
@@ -209,7 +214,8 @@ static M_CORE_V1_AFFINITY: [Field; 3] = [
     Field { tag: 3, name: "podAntiAffinity", kind: Kind::Message(&M_CORE_V1_PODANTIAFFINITY), repeated: false },
 ];
 
-static M_CORE_V1_APPARMORPROFILE: [Field; 1] = [
+static M_CORE_V1_APPARMORPROFILE: [Field; 2] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
     Field { tag: 2, name: "localhostProfile", kind: Kind::String, repeated: false },
 ];
 
@@ -489,7 +495,7 @@ static M_CORE_V1_EPHEMERALVOLUMESOURCE: [Field; 1] = [
     Field { tag: 1, name: "volumeClaimTemplate", kind: Kind::Message(&M_CORE_V1_PERSISTENTVOLUMECLAIMTEMPLATE), repeated: false },
 ];
 
-static M_CORE_V1_EVENT: [Field; 14] = [
+static M_CORE_V1_EVENT: [Field; 15] = [
     Field { tag: 1, name: "metadata", kind: Kind::Message(&M_APIS_META_V1_OBJECTMETA), repeated: false },
     Field { tag: 2, name: "involvedObject", kind: Kind::Message(&M_CORE_V1_OBJECTREFERENCE), repeated: false },
     Field { tag: 3, name: "reason", kind: Kind::String, repeated: false },
@@ -498,6 +504,7 @@ static M_CORE_V1_EVENT: [Field; 14] = [
     Field { tag: 6, name: "firstTimestamp", kind: Kind::Time, repeated: false },
     Field { tag: 7, name: "lastTimestamp", kind: Kind::Time, repeated: false },
     Field { tag: 8, name: "count", kind: Kind::Int, repeated: false },
+    Field { tag: 9, name: "type", kind: Kind::String, repeated: false },
     Field { tag: 10, name: "eventTime", kind: Kind::MicroTime, repeated: false },
     Field { tag: 11, name: "series", kind: Kind::Message(&M_CORE_V1_EVENTSERIES), repeated: false },
     Field { tag: 12, name: "action", kind: Kind::String, repeated: false },
@@ -581,8 +588,9 @@ static M_CORE_V1_HOSTIP: [Field; 1] = [
     Field { tag: 1, name: "ip", kind: Kind::String, repeated: false },
 ];
 
-static M_CORE_V1_HOSTPATHVOLUMESOURCE: [Field; 1] = [
+static M_CORE_V1_HOSTPATHVOLUMESOURCE: [Field; 2] = [
     Field { tag: 1, name: "path", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "type", kind: Kind::String, repeated: false },
 ];
 
 static M_CORE_V1_HTTPGETACTION: [Field; 5] = [
@@ -636,6 +644,24 @@ static M_CORE_V1_LIFECYCLEHANDLER: [Field; 4] = [
     Field { tag: 4, name: "sleep", kind: Kind::Message(&M_CORE_V1_SLEEPACTION), repeated: false },
 ];
 
+static M_CORE_V1_LIMITRANGE: [Field; 2] = [
+    Field { tag: 1, name: "metadata", kind: Kind::Message(&M_APIS_META_V1_OBJECTMETA), repeated: false },
+    Field { tag: 2, name: "spec", kind: Kind::Message(&M_CORE_V1_LIMITRANGESPEC), repeated: false },
+];
+
+static M_CORE_V1_LIMITRANGEITEM: [Field; 6] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "max", kind: Kind::MapQuantity, repeated: false },
+    Field { tag: 3, name: "min", kind: Kind::MapQuantity, repeated: false },
+    Field { tag: 4, name: "default", kind: Kind::MapQuantity, repeated: false },
+    Field { tag: 5, name: "defaultRequest", kind: Kind::MapQuantity, repeated: false },
+    Field { tag: 6, name: "maxLimitRequestRatio", kind: Kind::MapQuantity, repeated: false },
+];
+
+static M_CORE_V1_LIMITRANGESPEC: [Field; 1] = [
+    Field { tag: 1, name: "limits", kind: Kind::Message(&M_CORE_V1_LIMITRANGEITEM), repeated: true },
+];
+
 static M_CORE_V1_LINUXCONTAINERUSER: [Field; 3] = [
     Field { tag: 1, name: "uid", kind: Kind::Int, repeated: false },
     Field { tag: 2, name: "gid", kind: Kind::Int, repeated: false },
@@ -663,7 +689,8 @@ static M_CORE_V1_NAMESPACE: [Field; 3] = [
     Field { tag: 3, name: "status", kind: Kind::Message(&M_CORE_V1_NAMESPACESTATUS), repeated: false },
 ];
 
-static M_CORE_V1_NAMESPACECONDITION: [Field; 4] = [
+static M_CORE_V1_NAMESPACECONDITION: [Field; 5] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
     Field { tag: 2, name: "status", kind: Kind::String, repeated: false },
     Field { tag: 4, name: "lastTransitionTime", kind: Kind::Time, repeated: false },
     Field { tag: 5, name: "reason", kind: Kind::String, repeated: false },
@@ -782,7 +809,8 @@ static M_CORE_V1_PODCERTIFICATEPROJECTION: [Field; 7] = [
     Field { tag: 7, name: "userAnnotations", kind: Kind::MapString, repeated: false },
 ];
 
-static M_CORE_V1_PODCONDITION: [Field; 6] = [
+static M_CORE_V1_PODCONDITION: [Field; 7] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
     Field { tag: 7, name: "observedGeneration", kind: Kind::Int, repeated: false },
     Field { tag: 2, name: "status", kind: Kind::String, repeated: false },
     Field { tag: 3, name: "lastProbeTime", kind: Kind::Time, repeated: false },
@@ -998,6 +1026,23 @@ static M_CORE_V1_RESOURCEHEALTH: [Field; 2] = [
     Field { tag: 2, name: "health", kind: Kind::String, repeated: false },
 ];
 
+static M_CORE_V1_RESOURCEQUOTA: [Field; 3] = [
+    Field { tag: 1, name: "metadata", kind: Kind::Message(&M_APIS_META_V1_OBJECTMETA), repeated: false },
+    Field { tag: 2, name: "spec", kind: Kind::Message(&M_CORE_V1_RESOURCEQUOTASPEC), repeated: false },
+    Field { tag: 3, name: "status", kind: Kind::Message(&M_CORE_V1_RESOURCEQUOTASTATUS), repeated: false },
+];
+
+static M_CORE_V1_RESOURCEQUOTASPEC: [Field; 3] = [
+    Field { tag: 1, name: "hard", kind: Kind::MapQuantity, repeated: false },
+    Field { tag: 2, name: "scopes", kind: Kind::String, repeated: true },
+    Field { tag: 3, name: "scopeSelector", kind: Kind::Message(&M_CORE_V1_SCOPESELECTOR), repeated: false },
+];
+
+static M_CORE_V1_RESOURCEQUOTASTATUS: [Field; 2] = [
+    Field { tag: 1, name: "hard", kind: Kind::MapQuantity, repeated: false },
+    Field { tag: 2, name: "used", kind: Kind::MapQuantity, repeated: false },
+];
+
 static M_CORE_V1_RESOURCEREQUIREMENTS: [Field; 3] = [
     Field { tag: 1, name: "limits", kind: Kind::MapQuantity, repeated: false },
     Field { tag: 2, name: "requests", kind: Kind::MapQuantity, repeated: false },
@@ -1022,13 +1067,25 @@ static M_CORE_V1_SCALEIOVOLUMESOURCE: [Field; 10] = [
     Field { tag: 10, name: "readOnly", kind: Kind::Bool, repeated: false },
 ];
 
-static M_CORE_V1_SELINUXOPTIONS: [Field; 3] = [
+static M_CORE_V1_SCOPESELECTOR: [Field; 1] = [
+    Field { tag: 1, name: "matchExpressions", kind: Kind::Message(&M_CORE_V1_SCOPEDRESOURCESELECTORREQUIREMENT), repeated: true },
+];
+
+static M_CORE_V1_SCOPEDRESOURCESELECTORREQUIREMENT: [Field; 3] = [
+    Field { tag: 1, name: "scopeName", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "operator", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "values", kind: Kind::String, repeated: true },
+];
+
+static M_CORE_V1_SELINUXOPTIONS: [Field; 4] = [
     Field { tag: 1, name: "user", kind: Kind::String, repeated: false },
     Field { tag: 2, name: "role", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "type", kind: Kind::String, repeated: false },
     Field { tag: 4, name: "level", kind: Kind::String, repeated: false },
 ];
 
-static M_CORE_V1_SECCOMPPROFILE: [Field; 1] = [
+static M_CORE_V1_SECCOMPPROFILE: [Field; 2] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
     Field { tag: 2, name: "localhostProfile", kind: Kind::String, repeated: false },
 ];
 
@@ -1092,11 +1149,12 @@ static M_CORE_V1_SERVICEPORT: [Field; 6] = [
     Field { tag: 5, name: "nodePort", kind: Kind::Int, repeated: false },
 ];
 
-static M_CORE_V1_SERVICESPEC: [Field; 19] = [
+static M_CORE_V1_SERVICESPEC: [Field; 20] = [
     Field { tag: 1, name: "ports", kind: Kind::Message(&M_CORE_V1_SERVICEPORT), repeated: true },
     Field { tag: 2, name: "selector", kind: Kind::MapString, repeated: false },
     Field { tag: 3, name: "clusterIP", kind: Kind::String, repeated: false },
     Field { tag: 18, name: "clusterIPs", kind: Kind::String, repeated: true },
+    Field { tag: 4, name: "type", kind: Kind::String, repeated: false },
     Field { tag: 5, name: "externalIPs", kind: Kind::String, repeated: true },
     Field { tag: 7, name: "sessionAffinity", kind: Kind::String, repeated: false },
     Field { tag: 8, name: "loadBalancerIP", kind: Kind::String, repeated: false },
@@ -1276,7 +1334,7 @@ static M_CORE_V1_WORKLOADREFERENCE: [Field; 3] = [
     Field { tag: 3, name: "podGroupReplicaKey", kind: Kind::String, repeated: false },
 ];
 
-static M_EVENTS_V1_EVENT: [Field; 14] = [
+static M_EVENTS_V1_EVENT: [Field; 15] = [
     Field { tag: 1, name: "metadata", kind: Kind::Message(&M_APIS_META_V1_OBJECTMETA), repeated: false },
     Field { tag: 2, name: "eventTime", kind: Kind::MicroTime, repeated: false },
     Field { tag: 3, name: "series", kind: Kind::Message(&M_EVENTS_V1_EVENTSERIES), repeated: false },
@@ -1287,6 +1345,7 @@ static M_EVENTS_V1_EVENT: [Field; 14] = [
     Field { tag: 8, name: "regarding", kind: Kind::Message(&M_CORE_V1_OBJECTREFERENCE), repeated: false },
     Field { tag: 9, name: "related", kind: Kind::Message(&M_CORE_V1_OBJECTREFERENCE), repeated: false },
     Field { tag: 10, name: "note", kind: Kind::String, repeated: false },
+    Field { tag: 11, name: "type", kind: Kind::String, repeated: false },
     Field { tag: 12, name: "deprecatedSource", kind: Kind::Message(&M_CORE_V1_EVENTSOURCE), repeated: false },
     Field { tag: 13, name: "deprecatedFirstTimestamp", kind: Kind::Time, repeated: false },
     Field { tag: 14, name: "deprecatedLastTimestamp", kind: Kind::Time, repeated: false },
@@ -1298,7 +1357,8 @@ static M_EVENTS_V1_EVENTSERIES: [Field; 2] = [
     Field { tag: 2, name: "lastObservedTime", kind: Kind::MicroTime, repeated: false },
 ];
 
-static M_APIS_META_V1_CONDITION: [Field; 5] = [
+static M_APIS_META_V1_CONDITION: [Field; 6] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
     Field { tag: 2, name: "status", kind: Kind::String, repeated: false },
     Field { tag: 3, name: "observedGeneration", kind: Kind::Int, repeated: false },
     Field { tag: 4, name: "lastTransitionTime", kind: Kind::Time, repeated: false },
@@ -1362,6 +1422,8 @@ pub(super) fn root(api_version: &str, kind: &str) -> Option<&'static [Field]> {
         ("v1", "Namespace") => Some(&M_CORE_V1_NAMESPACE),
         ("v1", "Service") => Some(&M_CORE_V1_SERVICE),
         ("v1", "Event") => Some(&M_CORE_V1_EVENT),
+        ("v1", "LimitRange") => Some(&M_CORE_V1_LIMITRANGE),
+        ("v1", "ResourceQuota") => Some(&M_CORE_V1_RESOURCEQUOTA),
         ("batch/v1", "Job") => Some(&M_BATCH_V1_JOB),
         ("batch/v1", "CronJob") => Some(&M_BATCH_V1_CRONJOB),
         ("apps/v1", "Deployment") => Some(&M_APPS_V1_DEPLOYMENT),

@@ -424,3 +424,69 @@ async fn apply_wait_fails_early_on_an_image_pull_error_and_times_out_on_a_stuck_
     stuck.expect_code(5);
     assert!(stuck.stderr.contains("timed out"), "{}", stuck.stderr);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quota_shows_in_the_plan_and_a_refused_pod_fails_the_wait_with_the_reason() {
+    let cluster = Cluster::start().await;
+    let quota: k8s_openapi::api::core::v1::ResourceQuota = serde_json::from_value(json!({
+        "metadata": {"name": "tool-mytool"},
+        "spec": {"hard": {"count/deployments.apps": "0", "count/jobs.batch": "15", "pods": "0"}}
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::core::v1::ResourceQuota>::namespaced(cluster.client.clone(), NAMESPACE)
+        .create(&PostParams::default(), &quota)
+        .await
+        .unwrap();
+    cluster.write_jobs(JOBS);
+
+    // A Deployment over the count quota: the plan says so before anything is written.
+    let diff = cluster.run(&["diff", "--no-server-dry-run"]).await;
+    diff.expect_code(1);
+    let over = diff
+        .stdout
+        .lines()
+        .find(|line| line.contains("count/deployments.apps"))
+        .unwrap();
+    assert!(over.contains("over quota"), "{}", diff.stdout);
+    assert!(over.contains("+1"), "{over}");
+    // The server's dry run refuses it too, with Kubernetes' words.
+    let dry = cluster.run(&["diff"]).await;
+    assert!(
+        dry.stdout.contains("exceeded quota: tool-mytool"),
+        "{}",
+        dry.stdout
+    );
+
+    // A pod over the quota is an error of the plan as well.
+    cluster.write_jobs(JOBS.split("- name: nightly").next().unwrap());
+    let pods = cluster.run(&["apply"]).await;
+    pods.expect_code(1);
+    assert!(pods.stdout.contains("over quota"), "{}", pods.stdout);
+
+    // What the plan does not foresee (here: a LimitRange's limit-to-request ratio) the server refuses when the
+    // Job controller creates the pod: the wait fails on that FailedCreate event, not at the deadline.
+    Api::<k8s_openapi::api::core::v1::ResourceQuota>::namespaced(cluster.client.clone(), NAMESPACE)
+        .delete("tool-mytool", &DeleteParams::default())
+        .await
+        .unwrap();
+    let ratio: k8s_openapi::api::core::v1::LimitRange = serde_json::from_value(json!({
+        "metadata": {"name": "ratio"},
+        "spec": {"limits": [{"type": "Container", "maxLimitRequestRatio": {"cpu": "2"}}]}
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::core::v1::LimitRange>::namespaced(cluster.client.clone(), NAMESPACE)
+        .create(&PostParams::default(), &ratio)
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let apply = cluster.run(&["apply", "--wait=60s"]).await;
+    apply.expect_code(4);
+    assert!(started.elapsed() < Duration::from_secs(30), "failed early");
+    assert!(
+        apply
+            .stderr
+            .contains("cpu max limit to request ratio per Container is 2"),
+        "{}",
+        apply.stderr
+    );
+}

@@ -295,6 +295,14 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     let mut lines = vec![format!("error: {error}")];
     let mut source = error.source();
     while let Some(cause) = source {
+        // The API's own words, not kube-rs' dump of the Status object.
+        if let Some(kube::Error::Api(status)) = cause.downcast_ref::<kube::Error>() {
+            lines.push(format!(
+                "  caused by: the API server answered {} {}: {}",
+                status.code, status.reason, status.message
+            ));
+            break;
+        }
         lines.push(format!("  caused by: {cause}"));
         source = cause.source();
     }

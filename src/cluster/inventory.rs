@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 
 use super::snapshot::StoredInventory;
-use super::{FIELD_MANAGER, is_conflict};
+use super::{FIELD_MANAGER, is_conflict, retry};
 use crate::render::inventory::{self, Inventory, InventoryError};
 
 /// How often a conflicting write is tried again before giving up.
@@ -85,9 +85,12 @@ impl InventoryStore {
                 field_manager: Some(FIELD_MANAGER.to_owned()),
             };
             let written = if self.resource_version.is_some() {
-                self.api.replace(&self.set_name, &params, &config_map).await
+                retry::transient("update", || {
+                    self.api.replace(&self.set_name, &params, &config_map)
+                })
+                .await
             } else {
-                self.api.create(&params, &config_map).await
+                retry::transient("create", || self.api.create(&params, &config_map)).await
             };
             match written {
                 Ok(written) => {
@@ -104,9 +107,7 @@ impl InventoryStore {
     }
 
     async fn reload(&mut self) -> Result<(), InventoryWriteError> {
-        let stored = self
-            .api
-            .get_opt(&self.set_name)
+        let stored = retry::transient("get", || self.api.get_opt(&self.set_name))
             .await
             .map_err(|source| self.api_error(source))?;
         (self.current, self.resource_version) = match stored {

@@ -12,7 +12,7 @@ use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::{FIELD_MANAGER, is_conflict, is_not_found};
+use super::{FIELD_MANAGER, is_conflict, is_not_found, retry};
 
 /// The Lease's name in the tool's namespace.
 pub const LEASE_NAME: &str = "toolforge-jobs";
@@ -58,9 +58,32 @@ pub struct Lock {
 /// Who we are, for the holder field and the messages of those who wait: `apply by me@host (pid 42)`.
 pub fn identity(purpose: &str) -> String {
     let user = std::env::var("USER").unwrap_or_else(|_| "someone".to_owned());
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map_or_else(|_| "localhost".to_owned(), |name| name.trim().to_owned());
-    format!("{purpose} by {user}@{host} (pid {})", std::process::id())
+    format!(
+        "{purpose} by {user}@{} (pid {})",
+        hostname(),
+        std::process::id()
+    )
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map_or_else(|_| "localhost".to_owned(), |name| name.trim().to_owned())
+}
+
+/// Whether `holder` is a process of this machine that no longer exists (killed with SIGKILL, or crashed): its
+/// lock need not be waited out.
+fn is_dead_local_holder(holder: &str, host: &str) -> bool {
+    let Some((who, pid)) = holder
+        .strip_suffix(')')
+        .and_then(|rest| rest.rsplit_once(" (pid "))
+    else {
+        return false;
+    };
+    let on_this_host = who
+        .rsplit_once('@')
+        .is_some_and(|(_, holder_host)| holder_host == host);
+    let pid = pid.parse().ok().and_then(rustix::process::Pid::from_raw);
+    on_this_host && pid.is_some_and(|pid| rustix::process::test_kill_process(pid).is_err())
 }
 
 /// Takes the lock of `namespace` for `identity`; when it is held, waits up to `wait` for it.
@@ -76,6 +99,7 @@ pub async fn acquire(
         namespace: namespace.to_owned(),
         source,
     };
+    let params = post_params();
     let written = loop {
         let now = jiff::Timestamp::now();
         let result = match api.get_opt(LEASE_NAME).await.map_err(api_error)? {
@@ -87,7 +111,7 @@ pub async fn acquire(
                 None => {
                     let mut taken = lease(identity, now, Some(&current));
                     taken.metadata.resource_version = current.metadata.resource_version.clone();
-                    api.replace(LEASE_NAME, &post_params(), &taken).await
+                    retry::transient("update", || api.replace(LEASE_NAME, &params, &taken)).await
                 }
                 Some(held) => {
                     if let Some(deadline) = deadline
@@ -221,10 +245,11 @@ struct Held {
     expires_in: Duration,
 }
 
-/// `None` when we may take the Lease: nobody holds it, we do, or the holder stopped renewing it.
+/// `None` when we may take the Lease: nobody holds it, we do, the holder stopped renewing it, or the holder is a
+/// process of this machine that is gone.
 fn held_by_other(lease: &Lease, identity: &str, now: jiff::Timestamp) -> Option<Held> {
     let holder = holder(lease)?;
-    if holder == identity {
+    if holder == identity || is_dead_local_holder(holder, &hostname()) {
         return None;
     }
     let spec = lease.spec.as_ref()?;
@@ -271,6 +296,21 @@ mod tests {
         assert_eq!(held.expires_in, Duration::from_secs(30));
         assert!(held_by_other(&lease, "apply by b@h (pid 2)", at(61)).is_none());
         assert!(held_by_other(&lease, "apply by a@h (pid 1)", at(30)).is_none());
+    }
+
+    #[test]
+    fn a_dead_process_of_this_host_holds_nothing() {
+        let me = format!("apply by me@here (pid {})", std::process::id());
+        assert!(!is_dead_local_holder(&me, "here"), "alive");
+        assert!(is_dead_local_holder(
+            "apply by me@here (pid 2147483647)",
+            "here"
+        ));
+        assert!(
+            !is_dead_local_holder("apply by me@there (pid 2147483647)", "here"),
+            "other host"
+        );
+        assert!(!is_dead_local_holder("somebody else", "here"));
     }
 
     #[test]

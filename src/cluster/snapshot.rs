@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, LimitRange, ResourceQuota, Service};
 use kube::api::{Api, ListParams};
 use serde::de::DeserializeOwned;
 
-use crate::cluster::{is_forbidden, is_not_found};
+use crate::cluster::{is_forbidden, is_not_found, retry};
 use crate::plan::LiveState;
 use crate::render::context::{IMAGE_CONFIG_NAME, IMAGE_CONFIG_NAMESPACE};
 use crate::render::inventory::{self, Inventory, InventoryError};
@@ -169,7 +169,8 @@ where
     K::DynamicType: Default,
 {
     let api: Api<K> = Api::namespaced(client.clone(), namespace);
-    match api.list(&ListParams::default()).await {
+    let params = ListParams::default();
+    match retry::transient("list", || api.list(&params)).await {
         Ok(list) => Ok(list.items),
         Err(error) if optional && (is_not_found(&error) || is_forbidden(&error)) => {
             tracing::debug!(%error, what, "cannot list; going on without");
@@ -199,7 +200,7 @@ async fn config_map(
     name: &str,
     unreadable: Unreadable,
 ) -> Result<Option<ConfigMap>, ReadError> {
-    match api.get(name).await {
+    match retry::transient("get", || api.get(name)).await {
         Ok(config_map) => Ok(Some(config_map)),
         Err(error)
             if is_not_found(&error)

@@ -84,8 +84,8 @@ impl Cluster {
         std::fs::write(self.directory.path().join("jobs.yaml"), yaml).unwrap();
     }
 
-    /// Runs `toolforge-jobs ARGS --kubeconfig … --tool mytool -f jobs.yaml --no-color` and waits for it.
-    pub async fn run(&self, args: &[&str]) -> Run {
+    /// `toolforge-jobs ARGS --kubeconfig … --tool mytool -f jobs.yaml --no-color`, not started.
+    pub fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_toolforge-jobs"));
         command
             .args(args)
@@ -95,6 +95,12 @@ impl Cluster {
             .arg(self.directory.path().join("jobs.yaml"))
             .current_dir(self.directory.path())
             .env_remove("RUST_LOG");
+        command
+    }
+
+    /// Runs `toolforge-jobs ARGS …` (see [`Cluster::command`]) and waits for it.
+    pub async fn run(&self, args: &[&str]) -> Run {
+        let mut command = self.command(args);
         let output = tokio::task::spawn_blocking(move || command.output())
             .await
             .unwrap()

@@ -420,9 +420,15 @@ async fn apply_wait_fails_early_on_an_image_pull_error_and_times_out_on_a_stuck_
     cluster.write_jobs(&format!(
         "{JOBS}- name: web\n  command: ./web.sh\n  image: python3.11\n  continuous: true\n"
     ));
-    let stuck = cluster.run(&["apply", "--wait=2s", "--job", "web"]).await;
+    // Without a terminal, a line every 10 s says what is still going on.
+    let stuck = cluster.run(&["apply", "--wait=11s", "--job", "web"]).await;
     stuck.expect_code(5);
     assert!(stuck.stderr.contains("timed out"), "{}", stuck.stderr);
+    assert!(
+        stuck.stderr.contains("still working on web ("),
+        "{}",
+        stuck.stderr
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,14 +12,14 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::apply::{Event, EventKind, Executor, Options, Progress};
+use crate::apply::{Applied, Executor, Options, Progress};
 use crate::cli::planning::{PlanArgs, Planned, Prepared, prepare};
 use crate::cli::{Error, GlobalArgs, OutputFormat, diff};
 use crate::cluster::embedded;
 use crate::cluster::inventory::InventoryStore;
 use crate::cluster::lock::{self, Lock};
 use crate::config::JobKind;
-use crate::output::{ExitStatus, Printer, plan as plan_view};
+use crate::output::{ExitStatus, Printer, plan as plan_view, progress};
 use crate::plan::{Action, Plan};
 use crate::render::inventory::Inventory;
 use crate::wait;
@@ -173,51 +173,59 @@ async fn carry_out(
         return Ok(ExitStatus::Refused);
     }
 
-    let executor = executor(planned, args, json, printer);
+    let reporter = progress::reporter(json, printer);
+    let executor = executor(planned, args, Arc::clone(&reporter) as Arc<dyn Progress>);
     let interrupted = executor.interrupt_flag();
     let watcher = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             interrupted.store(true, Ordering::SeqCst);
         }
     });
-    let result = Box::pin(executor.execute(plan)).await;
-    let applied = match result {
-        Ok(applied) => applied,
-        Err(error) => {
-            watcher.abort();
-            return Err(error.into());
+    let status = Box::pin(execute(&executor, plan, args.wait)).await;
+    watcher.abort();
+    reporter.finish();
+    let (status, applied) = status?;
+    let message = match (&applied.failed_barrier, applied.interrupted) {
+        (_, true) => {
+            "interrupted: the writes in flight finished, nothing else was started\n".to_owned()
         }
+        (Some((job, _)), false) => {
+            format!("error: `{job}` has `wait`: the jobs after it were not applied\n")
+        }
+        (None, false) => format!(
+            "applied: {} of {} jobs changed\n",
+            applied.done.len(),
+            plan.actions.len()
+        ),
     };
+    printer.message(&message)?;
+    Ok(status)
+}
+
+/// Carries the plan out and, with `--wait`, waits for what it started; the exit status and what was done.
+async fn execute(
+    executor: &Executor,
+    plan: &Plan,
+    wait: Option<Duration>,
+) -> Result<(ExitStatus, Applied), Error> {
+    let applied = executor.execute(plan).await?;
     if applied.interrupted {
-        watcher.abort();
-        printer
-            .message("interrupted: the writes in flight finished, nothing else was started\n")?;
-        return Ok(ExitStatus::Interrupted);
+        return Ok((ExitStatus::Interrupted, applied));
     }
-    if let Some((job, outcome)) = &applied.failed_barrier {
-        watcher.abort();
-        printer.message(&format!(
-            "error: `{job}` has `wait`: the jobs after it were not applied\n"
-        ))?;
-        return Ok(wait_status([outcome]));
+    if let Some((_, outcome)) = &applied.failed_barrier {
+        return Ok((wait_status([outcome]), applied));
     }
     let mut status = ExitStatus::Success;
-    if let Some(wait) = args.wait {
+    if let Some(wait) = wait {
         let targets = executor.targets(&applied, &applied.barriers);
         let deadline = tokio::time::Instant::now() + wait;
         let outcomes = Box::pin(executor.wait_for(targets, deadline)).await?;
         status = wait_status(outcomes.values());
     }
-    watcher.abort();
-    printer.message(&format!(
-        "applied: {} of {} jobs changed\n",
-        applied.done.len(),
-        plan.actions.len()
-    ))?;
-    Ok(status)
+    Ok((status, applied))
 }
 
-fn executor(planned: &Planned, args: &ApplyArgs, json: bool, printer: Printer) -> Executor {
+fn executor(planned: &Planned, args: &ApplyArgs, progress: Arc<dyn Progress>) -> Executor {
     let rendered = planned
         .desired
         .iter()
@@ -246,7 +254,7 @@ fn executor(planned: &Planned, args: &ApplyArgs, json: bool, printer: Printer) -
         planned.snapshot.live.clone(),
         rendered,
         inventory,
-        Arc::new(Lines { json, printer }),
+        progress,
         Options {
             concurrency: usize::from(args.concurrency),
             barrier_timeouts,
@@ -277,33 +285,4 @@ fn confirmed(jobs: &[&str], printer: Printer) -> Result<bool, Error> {
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
     Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
-}
-
-/// Progress as plain lines on stderr, or NDJSON on stdout with `-o json`.
-struct Lines {
-    json: bool,
-    printer: Printer,
-}
-
-impl Progress for Lines {
-    fn event(&self, event: Event) {
-        let written = if self.json {
-            self.printer.data(&format!(
-                "{}\n",
-                serde_json::json!({"event": "progress", "job": event.job, "kind": event.kind, "message": event.message})
-            ))
-        } else {
-            // The plan table already said what starts; people want the steps and the failures.
-            let mark = match event.kind {
-                EventKind::Started | EventKind::Applied => return,
-                EventKind::Failed => "error: ",
-                EventKind::Step | EventKind::Waiting | EventKind::Succeeded => "",
-            };
-            self.printer
-                .message(&format!("{}: {mark}{}\n", event.job, event.message))
-        };
-        if let Err(error) = written {
-            tracing::debug!(%error, "cannot write progress");
-        }
-    }
 }

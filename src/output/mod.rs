@@ -6,6 +6,7 @@
 mod exit;
 pub mod logging;
 pub mod plan;
+pub mod progress;
 
 use std::io::{self, IsTerminal, Write};
 

@@ -1149,6 +1149,35 @@ fn the_json_plan_is_stable() {
     insta::assert_snapshot!("plan_json", plan.to_json());
 }
 
+#[test]
+fn the_text_plan_shows_rows_changes_yaml_diffs_and_quota() {
+    let state = State {
+        applied: ALL,
+        live: &[("bot", mem_edited), ("nightly", ours)],
+        recorded: &["bot", "nightly", "migrate"],
+        runs: &[("migrate", Outcome::Failed)],
+    };
+    let file = "- name: bot\n  command: ./bot.py\n  image: python3.11\n  continuous: true\n  mem: 1Gi\n\
+- name: nightly\n  command: ./nightly.sh\n  image: bookworm\n  schedule: \"5 3 * * *\"\n\
+- name: migrate\n  command: ./migrate.sh\n  image: python3.11\n\
+- name: web\n  command: ./web.py\n  image: python3.11\n  continuous: true\n  port: 8000\n";
+    let (live, inventory) = build(&state);
+    let mut plan = plan::compute(&jobs(file), &live, &inventory, &context(), &pruning());
+    let quota: k8s_openapi::api::core::v1::ResourceQuota = serde_json::from_value(json!({
+        "metadata": {"name": "tool-mytool"},
+        "spec": {"hard": {"count/deployments.apps": "3", "limits.memory": "8Gi", "services": "1"}},
+        "status": {"hard": {"count/deployments.apps": "3", "limits.memory": "8Gi", "services": "1"},
+            "used": {"count/deployments.apps": "1", "limits.memory": "512Mi", "services": "1"}}
+    }))
+    .unwrap();
+    plan::quota::check(&mut plan, &live, &[quota]);
+    let text = toolforge_jobs::output::plan::render(&plan, &live, false);
+    assert_eq!(text, toolforge_jobs::output::plan::render(&plan, &live, false));
+    assert!(!text.contains('\x1b'), "no colours unless asked");
+    assert!(toolforge_jobs::output::plan::render(&plan, &live, true).contains("\x1b[33mupdate"));
+    insta::assert_snapshot!("plan_text", text);
+}
+
 // --- Property: no plan touches an object that is not ours. ---
 
 /// Job definitions the generated states draw from: per name, a few variants of different kinds.

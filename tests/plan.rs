@@ -1172,7 +1172,10 @@ fn the_text_plan_shows_rows_changes_yaml_diffs_and_quota() {
     .unwrap();
     plan::quota::check(&mut plan, &live, &[quota]);
     let text = toolforge_jobs::output::plan::render(&plan, &live, false);
-    assert_eq!(text, toolforge_jobs::output::plan::render(&plan, &live, false));
+    assert_eq!(
+        text,
+        toolforge_jobs::output::plan::render(&plan, &live, false)
+    );
     assert!(!text.contains('\x1b'), "no colours unless asked");
     assert!(toolforge_jobs::output::plan::render(&plan, &live, true).contains("\x1b[33mupdate"));
     insta::assert_snapshot!("plan_text", text);

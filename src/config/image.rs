@@ -52,8 +52,13 @@ impl ImageTable {
 
     /// The table shipped with this program, used when the cluster's table cannot be read.
     pub fn bundled() -> Self {
-        // The bundled file is part of the source tree and a unit test parses it, so this cannot fail at run time.
-        Self::from_yaml(BUNDLED_TABLE).expect("bundled image table is valid")
+        // Parsed once: every command, and every plan of the watch daemon, starts from it.
+        static BUNDLED: std::sync::LazyLock<ImageTable> = std::sync::LazyLock::new(|| {
+            // The bundled file is part of the source tree and a unit test parses it, so this cannot fail at run
+            // time.
+            ImageTable::from_yaml(BUNDLED_TABLE).expect("bundled image table is valid")
+        });
+        BUNDLED.clone()
     }
 
     /// Finds a pre-built image by short name or alias (`python3.11`, `tf-python311`, either with a `:tag`), or

@@ -113,7 +113,10 @@ fn table(out: &mut String, plan: &Plan, paint: Paint) {
             row[1], row[2], row[3]
         );
         let indent = " ".repeat(action_width + 2);
-        let schedule = action.changes.iter().find(|change| change.field == "schedule");
+        let schedule = action
+            .changes
+            .iter()
+            .find(|change| change.field == "schedule");
         for change in &action.changes {
             // The expanded schedule only says something when it differs from the written one.
             if change.field == "schedule-actual"

@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::plan::{ObjectKind, ObjectRef};
 use crate::render::inventory::Outcome;
-use crate::render::{LiveObject, Membership, labels};
+use crate::render::{LiveRef, Membership, labels};
 
 /// The live objects of the tool's namespace, as listed (one LIST per kind). Objects without the jobs framework's
 /// managed-by label may be included (they are never touched, only detected as name clashes).
@@ -74,7 +74,7 @@ pub(crate) enum Owner {
 
 /// One live object with what the plan needs to know about it.
 #[derive(Debug, Clone)]
-pub(crate) struct Live {
+pub(crate) struct Live<'a> {
     pub(crate) reference: ObjectRef,
     pub(crate) owner: Owner,
     /// The other inventory's name, for messages.
@@ -85,18 +85,18 @@ pub(crate) struct Live {
     pub(crate) desired_hash: Option<String>,
     pub(crate) fingerprint: Option<String>,
     /// The workload, for read-back (`None` for Services).
-    pub(crate) workload: Option<LiveObject>,
+    pub(crate) workload: Option<LiveRef<'a>>,
     /// A finished Job's outcome, from its conditions.
     pub(crate) finished: Option<Outcome>,
 }
 
 /// Every live object, by name then kind.
-pub(crate) type Index = BTreeMap<String, BTreeMap<ObjectKind, Live>>;
+pub(crate) type Index<'a> = BTreeMap<String, BTreeMap<ObjectKind, Live<'a>>>;
 
 /// Indexes `state`; Jobs spawned by a CronJob are not jobs of their own and are left out.
-pub(crate) fn index(state: &LiveState, membership: &Membership) -> Index {
+pub(crate) fn index<'a>(state: &'a LiveState, membership: &Membership) -> Index<'a> {
     let mut index = Index::new();
-    let mut add = |kind, metadata: &ObjectMeta, workload: Option<LiveObject>, finished| {
+    let mut add = |kind, metadata: &ObjectMeta, workload: Option<LiveRef<'a>>, finished| {
         let Some(name) = metadata.name.clone() else {
             return;
         };
@@ -140,7 +140,7 @@ pub(crate) fn index(state: &LiveState, membership: &Membership) -> Index {
             add(
                 ObjectKind::Job,
                 &job.metadata,
-                Some(LiveObject::Job(job.clone())),
+                Some(LiveRef::Job(job)),
                 job_outcome(job),
             );
         }
@@ -149,7 +149,7 @@ pub(crate) fn index(state: &LiveState, membership: &Membership) -> Index {
         add(
             ObjectKind::CronJob,
             &cron_job.metadata,
-            Some(LiveObject::CronJob(cron_job.clone())),
+            Some(LiveRef::CronJob(cron_job)),
             None,
         );
     }
@@ -157,7 +157,7 @@ pub(crate) fn index(state: &LiveState, membership: &Membership) -> Index {
         add(
             ObjectKind::Deployment,
             &deployment.metadata,
-            Some(LiveObject::Deployment(deployment.clone())),
+            Some(LiveRef::Deployment(deployment)),
             None,
         );
     }

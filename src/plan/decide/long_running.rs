@@ -4,11 +4,11 @@ use crate::plan::decide::{Desired, ticked, workload_kind};
 use crate::plan::immutable;
 use crate::plan::live::Live;
 use crate::plan::{Action, ObjectKind, PlannedAction, WriteVerb};
-use crate::render::{desired_hash, read_back};
+use crate::render::{desired_hash, read_back_ref};
 
 impl Desired<'_> {
     /// Scheduled and continuous jobs of the inventory.
-    pub(super) fn long_running(&self, live: Option<&Live>) -> PlannedAction {
+    pub(super) fn long_running(&self, live: Option<&Live<'_>>) -> PlannedAction {
         let object = workload_kind(self.kind());
         let Some(live) = live else {
             let mut action = self.row(
@@ -26,7 +26,7 @@ impl Desired<'_> {
         let Some(Ok(back)) = live
             .workload
             .as_ref()
-            .map(|workload| read_back(workload, self.context))
+            .map(|workload| read_back_ref(*workload, self.context))
         else {
             let mut action = self.row(
                 Action::Repair,

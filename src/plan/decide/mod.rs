@@ -18,7 +18,7 @@ use crate::plan::{
 };
 use crate::render::inventory::{Inventory, JobRecord, Outcome};
 use crate::render::limits::violations;
-use crate::render::{Kind, RenderContext, Rendered, labels, read_back};
+use crate::render::{Kind, RenderContext, Rendered, labels, read_back_ref};
 
 /// Computes the plan: `desired` is the file's jobs in file order with their rendered objects, `live` what the
 /// cluster lists, `inventory` what the set recorded, `context` the rendering context (for read-back).
@@ -132,7 +132,7 @@ fn ticked(fields: &[FieldChange]) -> String {
     }
 }
 
-fn delete(live: &Live) -> Delete {
+fn delete(live: &Live<'_>) -> Delete {
     Delete {
         object: live.reference.clone(),
         propagation: Propagation::Background,
@@ -144,7 +144,7 @@ struct Desired<'a> {
     job: &'a Job,
     rendered: &'a Rendered,
     /// Live objects of the job's name, by kind.
-    objects: &'a BTreeMap<ObjectKind, Live>,
+    objects: &'a BTreeMap<ObjectKind, Live<'a>>,
     record: Option<&'a JobRecord>,
     context: &'a RenderContext,
     options: &'a PlanOptions,
@@ -326,7 +326,7 @@ impl Desired<'_> {
     }
 
     /// Deletes the live `live` first, waits for its UID to be gone, then creates.
-    fn replace_object(&self, action: &mut PlannedAction, live: &Live) {
+    fn replace_object(&self, action: &mut PlannedAction, live: &Live<'_>) {
         action.deletes.push(delete(live));
         action.waits.push(Wait::Deleted {
             object: live.reference.clone(),
@@ -381,7 +381,7 @@ impl Desired<'_> {
     }
 
     /// A jobs-framework object outside the inventory: adopted when it already is what the file says.
-    fn adopt(&self, live: &Live) -> PlannedAction {
+    fn adopt(&self, live: &Live<'_>) -> PlannedAction {
         if let Some(reason) = self.requested_rerun(None) {
             let mut action = self.row(Action::Replace, reason);
             action.records_run = self.is_one_off();
@@ -391,7 +391,7 @@ impl Desired<'_> {
         let Some(workload) = &live.workload else {
             return self.row(Action::Conflict, "not a workload");
         };
-        match read_back(workload, self.context) {
+        match read_back_ref(*workload, self.context) {
             Err(error) => {
                 let mut action = self.row(
                     Action::Conflict,
@@ -468,7 +468,7 @@ impl Desired<'_> {
             .then(|| "`--retry-failed`: the last run failed".to_owned())
     }
 
-    fn managed(&self, record: &JobRecord, live: Option<&Live>) -> PlannedAction {
+    fn managed(&self, record: &JobRecord, live: Option<&Live<'_>>) -> PlannedAction {
         if self.is_one_off() {
             self.one_off(record, live)
         } else {

@@ -7,11 +7,11 @@ use crate::plan::decide::{Desired, ticked};
 use crate::plan::immutable;
 use crate::plan::live::Live;
 use crate::render::inventory::{JobRecord, Outcome};
-use crate::render::read_back;
+use crate::render::read_back_ref;
 
 impl Desired<'_> {
     /// How the last run with the desired fingerprint ended; a live Job's conditions tell what the record may not.
-    fn last_run(&self, record: &JobRecord, live: Option<&Live>) -> Option<Outcome> {
+    fn last_run(&self, record: &JobRecord, live: Option<&Live<'_>>) -> Option<Outcome> {
         let fingerprint = &self.rendered.fingerprint;
         let run = record
             .runs
@@ -32,7 +32,7 @@ impl Desired<'_> {
         }
     }
 
-    pub(super) fn one_off(&self, record: &JobRecord, live: Option<&Live>) -> PlannedAction {
+    pub(super) fn one_off(&self, record: &JobRecord, live: Option<&Live<'_>>) -> PlannedAction {
         let last = self.last_run(record, live);
         let requested = self.requested_rerun(last);
         let Some(live) = live else {
@@ -77,7 +77,7 @@ impl Desired<'_> {
         let changes = live
             .workload
             .as_ref()
-            .and_then(|workload| read_back(workload, self.context).ok())
+            .and_then(|workload| read_back_ref(*workload, self.context).ok())
             .map(|back| self.changes(&back.job))
             .unwrap_or_default();
         let reason = requested.unwrap_or_else(|| {

@@ -6,13 +6,13 @@ use crate::plan::decide::{delete, kind_of_object, row, workload_kind};
 use crate::plan::live::{Live, Owner};
 use crate::plan::{Action, Delete, ObjectKind, PlanOptions, PlannedAction, Wait};
 use crate::render::inventory::JobRecord;
-use crate::render::{RenderContext, read_back};
+use crate::render::{RenderContext, read_back_ref};
 
 /// A name that is not in the file: prune it if the inventory has it, list it if it is a jobs-framework object,
 /// say nothing about foreign objects.
 pub(super) fn undesired(
     name: &str,
-    objects: &BTreeMap<ObjectKind, Live>,
+    objects: &BTreeMap<ObjectKind, Live<'_>>,
     record: Option<&JobRecord>,
     context: &RenderContext,
     options: &PlanOptions,
@@ -56,7 +56,7 @@ pub(super) fn undesired(
     let kind = live
         .workload
         .as_ref()
-        .and_then(|workload| read_back(workload, context).ok())
+        .and_then(|workload| read_back_ref(*workload, context).ok())
         .map_or_else(|| kind_of_object(*object_kind), |back| back.job.kind);
     let reason = match live.owner {
         Owner::OtherInventory => format!(

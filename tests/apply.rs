@@ -496,3 +496,88 @@ async fn quota_shows_in_the_plan_and_a_refused_pod_fails_the_wait_with_the_reaso
         apply.stderr
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updates_in_place_replaces_on_request_reruns_on_trigger_files_and_ignores_others() {
+    let cluster = Cluster::start().await;
+    std::fs::write(
+        cluster.directory.path().join("schema.sql"),
+        "create table a;\n",
+    )
+    .unwrap();
+    let file = "\
+- name: migrate
+  command: ./migrate.sh
+  image: python3.11
+  trigger-files: ['*.sql']
+- name: nightly
+  command: ./nightly.sh
+  image: bookworm
+  schedule: '17 3 * * *'
+- name: bot
+  command: ./bot.py
+  image: python3.11
+  continuous: true
+";
+    cluster.write_jobs(file);
+    cluster.run(&["apply", "--wait=60s"]).await.expect_code(0);
+    let cron_jobs =
+        Api::<k8s_openapi::api::batch::v1::CronJob>::namespaced(cluster.client.clone(), NAMESPACE);
+    let nightly = cron_jobs.get("nightly").await.unwrap();
+    let bot = deployments(&cluster).get("bot").await.unwrap();
+    let migrate = jobs(&cluster).get("migrate").await.unwrap();
+
+    // A job that `run` (or upstream) created: listed, never touched.
+    let mut stray = bot.clone();
+    stray.metadata = kube::api::ObjectMeta {
+        name: Some("stray".to_owned()),
+        labels: bot.metadata.labels.clone().map(|mut labels| {
+            labels.remove("jobs.toolforge.org/inventory");
+            labels.remove("applyset.kubernetes.io/part-of");
+            labels.insert("app.kubernetes.io/name".to_owned(), "stray".to_owned());
+            labels
+        }),
+        ..kube::api::ObjectMeta::default()
+    };
+    stray.status = None;
+    deployments(&cluster)
+        .create(&PostParams::default(), &stray)
+        .await
+        .unwrap();
+
+    // A schedule change is an update in place; the changed trigger file re-runs the one-off.
+    cluster.write_jobs(&file.replace("17 3 * * *", "18 3 * * *"));
+    std::fs::write(
+        cluster.directory.path().join("schema.sql"),
+        "create table b;\n",
+    )
+    .unwrap();
+    let diff = cluster.run(&["diff"]).await;
+    diff.expect_code(3);
+    assert_eq!(diff.row("nightly").unwrap().0, "update", "{}", diff.stdout);
+    assert_eq!(diff.row("migrate").unwrap().0, "replace", "{}", diff.stdout);
+    assert_eq!(diff.row("stray").unwrap().0, "ignored", "{}", diff.stdout);
+    cluster
+        .run(&["apply", "--wait=60s", "--replace", "bot"])
+        .await
+        .expect_code(0);
+
+    let updated = cron_jobs.get("nightly").await.unwrap();
+    assert_eq!(updated.metadata.uid, nightly.metadata.uid, "in place");
+    assert_eq!(updated.spec.unwrap().schedule, "18 3 * * *");
+    let replaced = deployments(&cluster).get("bot").await.unwrap();
+    assert_ne!(
+        replaced.metadata.uid, bot.metadata.uid,
+        "--replace re-creates"
+    );
+    let rerun = jobs(&cluster).get("migrate").await.unwrap();
+    assert_ne!(rerun.metadata.uid, migrate.metadata.uid, "a new run");
+    assert!(
+        deployments(&cluster)
+            .get_opt("stray")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    cluster.run(&["diff"]).await.expect_code(0);
+}

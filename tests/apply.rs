@@ -52,7 +52,7 @@ async fn diff_plans_creates_apply_creates_and_then_nothing_changes() {
     for job in ["migrate", "nightly", "bot"] {
         assert_eq!(diff.row(job).unwrap().0, "create", "{}", diff.stdout);
     }
-    assert!(diff.stdout.contains("Plan: 3 create"), "{}", diff.stdout);
+    diff.expect_stdout("Plan: 3 create");
 
     cluster.run(&["apply"]).await.expect_code(0);
     let job = jobs(&cluster).get("migrate").await.unwrap();
@@ -87,13 +87,7 @@ async fn diff_plans_creates_apply_creates_and_then_nothing_changes() {
     let second = cluster.run(&["diff"]).await;
     assert_eq!(first.stdout, second.stdout);
     assert_eq!(first.row("migrate").unwrap().0, "unchanged");
-    assert!(
-        first
-            .stdout
-            .contains("Plan: 3 unchanged; nothing to change"),
-        "{}",
-        first.stdout
-    );
+    first.expect_stdout("Plan: 3 unchanged; nothing to change");
 
     let json = cluster.run(&["diff", "-o", "json"]).await;
     json.expect_code(0);
@@ -120,16 +114,8 @@ async fn a_hand_edit_is_shown_as_a_repair_with_a_yaml_diff_and_apply_restores_it
     let diff = cluster.run(&["diff"]).await;
     diff.expect_code(3);
     assert_eq!(diff.row("bot").unwrap().0, "repair", "{}", diff.stdout);
-    assert!(
-        diff.stdout.contains("--- Deployment/bot (live)"),
-        "{}",
-        diff.stdout
-    );
-    assert!(
-        diff.stdout.contains("mem: 2.0Gi → 1.0Gi"),
-        "{}",
-        diff.stdout
-    );
+    diff.expect_stdout("--- Deployment/bot (live)");
+    diff.expect_stdout("mem: 2.0Gi → 1.0Gi");
     let line = |sign: char, text: &str| {
         diff.stdout
             .lines()
@@ -226,11 +212,7 @@ async fn upstream_objects_are_adopted_without_a_restart_and_foreign_ones_are_con
 
     let apply = cluster.run(&["apply"]).await;
     apply.expect_code(1);
-    assert!(
-        apply.stderr.contains("cannot be applied"),
-        "{}",
-        apply.stderr
-    );
+    apply.expect_stderr("cannot be applied");
     let untouched = deployments(&cluster).get("nightly-web").await.unwrap();
     assert_eq!(untouched.metadata.generation, foreign.metadata.generation);
     assert_eq!(untouched.metadata.labels, foreign.metadata.labels);
@@ -275,11 +257,7 @@ async fn pruning_needs_a_confirmation_and_respects_the_guards() {
 
     let unconfirmed = cluster.run(&["apply"]).await;
     unconfirmed.expect_code(7);
-    assert!(
-        unconfirmed.stderr.contains("--yes"),
-        "{}",
-        unconfirmed.stderr
-    );
+    unconfirmed.expect_stderr("--yes");
     assert!(
         deployments(&cluster)
             .get_opt("bot")
@@ -301,7 +279,7 @@ async fn pruning_needs_a_confirmation_and_respects_the_guards() {
     cluster.write_jobs("[]\n");
     let empty = cluster.run(&["apply", "--yes"]).await;
     empty.expect_code(2);
-    assert!(empty.stderr.contains("--allow-empty"), "{}", empty.stderr);
+    empty.expect_stderr("--allow-empty");
     let jobs_left =
         Api::<k8s_openapi::api::batch::v1::CronJob>::namespaced(cluster.client.clone(), NAMESPACE);
     assert!(jobs_left.get_opt("nightly").await.unwrap().is_some());
@@ -330,13 +308,7 @@ async fn a_held_lock_stops_apply_with_the_holder_named() {
 
     let apply = cluster.run(&["apply"]).await;
     apply.expect_code(6);
-    assert!(
-        apply
-            .stderr
-            .contains("held by watch by tools.mytool@tools-bastion (pid 7)"),
-        "{}",
-        apply.stderr
-    );
+    apply.expect_stderr("held by watch by tools.mytool@tools-bastion (pid 7)");
     assert!(
         deployments(&cluster)
             .get_opt("bot")
@@ -363,21 +335,9 @@ async fn a_failing_wait_one_off_stops_the_jobs_after_it_and_reports_why() {
 
     let apply = cluster.run(&["apply"]).await;
     apply.expect_code(4);
-    assert!(
-        apply.stderr.contains("BackoffLimitExceeded"),
-        "{}",
-        apply.stderr
-    );
-    assert!(
-        apply.stderr.contains("exited with code 3"),
-        "{}",
-        apply.stderr
-    );
-    assert!(
-        apply.stderr.contains("the jobs after it were not applied"),
-        "{}",
-        apply.stderr
-    );
+    apply.expect_stderr("BackoffLimitExceeded");
+    apply.expect_stderr("exited with code 3");
+    apply.expect_stderr("the jobs after it were not applied");
     assert!(
         deployments(&cluster)
             .get_opt("bot")
@@ -388,7 +348,7 @@ async fn a_failing_wait_one_off_stops_the_jobs_after_it_and_reports_why() {
 
     // The failure is recorded: the next apply does not run it again by itself, and says how to.
     let diff = cluster.run(&["diff"]).await;
-    assert!(diff.stdout.contains("--retry-failed"), "{}", diff.stdout);
+    diff.expect_stdout("--retry-failed");
     let first = jobs(&cluster).get("migrate").await.unwrap();
     let again = cluster.run(&["apply", "--retry-failed"]).await;
     again.expect_code(4);
@@ -411,11 +371,7 @@ async fn apply_wait_fails_early_on_an_image_pull_error_and_times_out_on_a_stuck_
     let apply = cluster.run(&["apply", "--wait=60s"]).await;
     apply.expect_code(4);
     assert!(started.elapsed() < Duration::from_secs(30), "failed early");
-    assert!(
-        apply.stderr.contains("ErrImagePull") || apply.stderr.contains("ImagePullBackOff"),
-        "{}",
-        apply.stderr
-    );
+    apply.expect_stderr("ImagePullBackOff");
 
     cluster.write_jobs(&format!(
         "{JOBS}- name: web\n  command: ./web.sh\n  image: python3.11\n  continuous: true\n"
@@ -423,12 +379,9 @@ async fn apply_wait_fails_early_on_an_image_pull_error_and_times_out_on_a_stuck_
     // Without a terminal, a line every 10 s says what is still going on.
     let stuck = cluster.run(&["apply", "--wait=11s", "--job", "web"]).await;
     stuck.expect_code(5);
-    assert!(stuck.stderr.contains("timed out"), "{}", stuck.stderr);
-    assert!(
-        stuck.stderr.contains("still working on web ("),
-        "{}",
-        stuck.stderr
-    );
+    stuck
+        .expect_stderr("timed out")
+        .expect_stderr("still working on web (");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -488,13 +441,7 @@ async fn quota_shows_in_the_plan_and_a_refused_pod_fails_the_wait_with_the_reaso
     let apply = cluster.run(&["apply", "--wait=60s"]).await;
     apply.expect_code(4);
     assert!(started.elapsed() < Duration::from_secs(30), "failed early");
-    assert!(
-        apply
-            .stderr
-            .contains("cpu max limit to request ratio per Container is 2"),
-        "{}",
-        apply.stderr
-    );
+    apply.expect_stderr("cpu max limit to request ratio per Container is 2");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

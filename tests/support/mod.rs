@@ -131,6 +131,28 @@ impl Run {
         self
     }
 
+    /// Fails the test with everything printed when stderr does not contain `text`.
+    #[track_caller]
+    pub fn expect_stderr(&self, text: &str) -> &Self {
+        assert!(
+            self.stderr.contains(text),
+            "no `{text}` in stderr:\n{}",
+            self.stderr
+        );
+        self
+    }
+
+    /// Fails the test with everything printed when stdout does not contain `text`.
+    #[track_caller]
+    pub fn expect_stdout(&self, text: &str) -> &Self {
+        assert!(
+            self.stdout.contains(text),
+            "no `{text}` in stdout:\n{}",
+            self.stdout
+        );
+        self
+    }
+
     /// The plan table's row for `job`: `(action, kind)`.
     pub fn row(&self, job: &str) -> Option<(String, String)> {
         self.stdout.lines().find_map(|line| {

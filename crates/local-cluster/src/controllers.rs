@@ -54,7 +54,8 @@ pub(crate) fn start(controllers: &Controllers, store: &Store, shutdown: &Cancell
             controller::spawn(ScriptedKubelet::new(script.clone()), store, shutdown);
         }
         Some(Kubelet::Process(options)) => {
-            controller::spawn(ProcessKubelet::new(options.clone()), store, shutdown);
+            let kubelet = ProcessKubelet::new(options.clone(), store.clock());
+            controller::spawn(kubelet, store, shutdown);
         }
         None => {}
     }

@@ -39,13 +39,13 @@ fn node() -> serde_json::Value {
 }
 
 /// What the node's kubelet would report; the kubelet of part 2 takes it over.
-fn node_status() -> serde_json::Value {
+fn node_status(clock: crate::clock::Clock) -> serde_json::Value {
     let cpus = std::thread::available_parallelism()
         .map_or(1, std::num::NonZero::get)
         .to_string();
     let capacity =
         json!({"cpu": cpus, "memory": "16Gi", "pods": "110", "ephemeral-storage": "100Gi"});
-    let now = crate::meta::now();
+    let now = crate::meta::now(clock);
     json!({"status": {
         "capacity": capacity,
         "allocatable": capacity,
@@ -82,7 +82,7 @@ pub(crate) fn seed(store: &Store, tools_home: Option<&Path>) {
     {
         // A fixed, valid object and status: neither write can fail.
         let _ = ops::create(store, nodes, None, node(), &options);
-        let status = node_status().to_string();
+        let status = node_status(store.clock()).to_string();
         let _ = ops::patch(
             store,
             nodes,

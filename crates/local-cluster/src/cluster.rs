@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::{self, ClusterState};
 pub use crate::bootstrap::{IDENTITY_NAME, IDENTITY_NAMESPACE};
+use crate::clock::Clock;
 use crate::controllers::{self, Controllers};
 use crate::faults::{Fault, Faults};
 use crate::persist;
@@ -36,6 +37,10 @@ pub struct Options {
     /// The directory under which tools' home directories live on this machine, announced to clients in the
     /// identity ConfigMap (see [`IDENTITY_NAMESPACE`]); `None` announces none.
     pub tools_home: Option<PathBuf>,
+    /// How many times faster than real time the cluster's [`Clock`] runs: 1 (the default) is real time; tests
+    /// speed it up so back-offs, TTLs, cron schedules, progress deadlines and grace periods pass in milliseconds.
+    /// A value that is not finite and positive counts as 1.
+    pub clock_speed: f64,
 }
 
 impl Default for Options {
@@ -47,6 +52,7 @@ impl Default for Options {
             bookmark_interval: Duration::from_secs(60),
             controllers: None,
             tools_home: None,
+            clock_speed: 1.0,
         }
     }
 }
@@ -110,7 +116,7 @@ impl Drop for LocalCluster {
 impl LocalCluster {
     /// Starts serving; returns once the port is bound and the built-in namespaces exist.
     pub async fn start(options: Options) -> Result<LocalCluster, ClusterError> {
-        let store = Store::new(options.history_limit);
+        let store = Store::new(options.history_limit, Clock::new(options.clock_speed));
         if let Some(path) = &options.state_file
             && let Some((resource_version, objects)) =
                 persist::load(path).map_err(|e| ClusterError::StateFile(path.clone(), e))?
@@ -185,6 +191,12 @@ impl LocalCluster {
             .parse()
             .map_err(|e: axum::http::uri::InvalidUri| kube::Error::Service(Box::new(e)))?;
         kube::Client::try_from(kube::Config::new(url))
+    }
+
+    /// The cluster's clock, which every component reads the time from.
+    #[must_use]
+    pub fn clock(&self) -> Clock {
+        self.state.store.clock()
     }
 
     /// The object store (controllers subscribe to its changes).

@@ -4,7 +4,8 @@
 //! registry operations the API uses, so resourceVersions, generation and watch events are those of any client.
 //!
 //! It is not a cache or a work queue with rate limiting: reconcilers read the store directly (it is in-process
-//! and always current), and requeues are timers, never polling. Everything stops with the cluster's shutdown.
+//! and always current), and requeues are timers, never polling. Requeue and retry delays are cluster durations:
+//! the timers wait them on the cluster's [`crate::clock::Clock`]. Everything stops with the cluster's shutdown.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -164,7 +165,7 @@ pub(crate) async fn run(
                 }
             };
             if let Some(after) = requeue {
-                timers.insert(key, Instant::now() + after);
+                timers.insert(key, store.clock().deadline(after));
             }
         }
         let next = timers.values().min().copied();
@@ -411,7 +412,7 @@ mod tests {
 
     #[test]
     fn a_refused_creation_stops_the_effects_and_records_failed_create_with_the_error() {
-        let store = Store::new(100);
+        let store = Store::new(100, crate::clock::Clock::default());
         let namespace = json!({"metadata": {"name": "default"}});
         ops::create(
             &store,

@@ -20,7 +20,7 @@ use crate::ttl::TtlController;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Controllers {
     /// Delay before recreating a Job's pod after one failure (10 s on Kubernetes); it doubles per consecutive
-    /// failure. Tests shorten it.
+    /// failure. Tests shorten it, or speed up the cluster's clock (`Options::clock_speed`).
     pub job_backoff_base: Duration,
     /// The longest such delay (documented as 6 minutes).
     pub job_backoff_cap: Duration,
@@ -54,7 +54,8 @@ pub(crate) fn start(controllers: &Controllers, store: &Store, shutdown: &Cancell
             controller::spawn(ScriptedKubelet::new(script.clone()), store, shutdown);
         }
         Some(Kubelet::Process(options)) => {
-            controller::spawn(ProcessKubelet::new(options.clone()), store, shutdown);
+            let kubelet = ProcessKubelet::new(options.clone(), store.clock());
+            controller::spawn(kubelet, store, shutdown);
         }
         None => {}
     }

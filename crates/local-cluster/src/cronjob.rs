@@ -51,7 +51,7 @@ impl Reconciler for CronJobController {
 
     fn reconcile(&mut self, key: &Key, store: &Store) -> Action {
         owner_and_dependents(store, cronjobs(), jobs(), key)
-            .map(|(cronjob, owned)| decide(&cronjob, &owned, Timestamp::now()))
+            .map(|(cronjob, owned)| decide(&cronjob, &owned, store.clock().now()))
             .unwrap_or_default()
     }
 }
@@ -550,7 +550,7 @@ mod tests {
         use crate::resources::find;
         use crate::store::Store;
 
-        let store = Store::new(100);
+        let store = Store::new(100, crate::clock::Clock::default());
         let create = |resource: &'static ResourceType, object: Value| {
             ops::create(
                 &store,

@@ -200,13 +200,14 @@ pub(crate) fn delete_in(
     }
     meta::set_finalizers(&mut object, &finalizers);
     if let Some(grace) = pod_grace_period(resource, &object, options) {
+        let clock = s.clock();
         return Ok(Deleted::Pending(start_deletion(
             s,
             resource,
             object,
             options,
             |o| {
-                let now = jiff::Timestamp::now();
+                let now = clock.now();
                 // A grace period beyond the representable time is as good as "far in the future".
                 let at = now
                     .checked_add(jiff::SignedDuration::from_secs(grace))
@@ -255,7 +256,9 @@ fn shorten_grace(
         return Deleted::Pending(current);
     };
     let grace = grace.max(0);
-    let at = jiff::Timestamp::now()
+    let at = s
+        .clock()
+        .now()
         .checked_add(jiff::SignedDuration::from_secs(grace))
         .unwrap_or(jiff::Timestamp::MAX);
     meta::set_at(
@@ -291,7 +294,7 @@ fn start_deletion(
     meta::set_at(
         &mut object,
         &["metadata", "deletionTimestamp"],
-        json!(meta::now()),
+        json!(meta::now(s.clock())),
     );
     meta::set_at(
         &mut object,

@@ -52,14 +52,14 @@ impl Reconciler for DeploymentController {
     fn reconcile(&mut self, key: &Key, store: &Store) -> Action {
         let found = owner_and_dependents(store, deployments(), replicasets(), key);
         found
-            .map(|(deployment, owned)| decide(&deployment, &owned, Timestamp::now()))
+            .map(|(deployment, owned)| decide(&deployment, &owned, store.clock().now()))
             .unwrap_or_default()
     }
 
     fn refused(&mut self, key: &Key, store: &Store, error: &ApiError) -> Vec<Effect> {
         store
             .get(deployments(), &key.namespace, &key.name)
-            .and_then(|d| with_create_error(&d, &error.message, Timestamp::now()))
+            .and_then(|d| with_create_error(&d, &error.message, store.clock().now()))
             .map(|d| Effect::Replace(deployments(), Part::Status, d))
             .into_iter()
             .collect()

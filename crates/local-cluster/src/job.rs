@@ -100,7 +100,7 @@ impl Reconciler for JobController {
                 .collect();
             (job, pods)
         });
-        decide(job.as_ref(), &pods, Timestamp::now(), self.backoff)
+        decide(job.as_ref(), &pods, store.clock().now(), self.backoff)
     }
 }
 

@@ -8,8 +8,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use jiff::Timestamp;
 use serde_json::{Value, json};
-use tokio::time::Instant;
 
 use crate::bootstrap::NODE_NAME as NODE;
 use crate::controller::{Action, Effect, Key, Reconciler, pods};
@@ -39,7 +39,8 @@ enum Stage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Run {
     stage: Stage,
-    since: Instant,
+    /// When the stage began, in cluster time.
+    since: Timestamp,
     restarts: u32,
 }
 
@@ -84,18 +85,19 @@ impl Reconciler for ScriptedKubelet {
             return Action::default();
         };
         let uid = meta::uid(&pod).to_owned();
-        let now = Instant::now();
+        let now = store.clock().now();
         let run = self
             .runs
             .get(key)
             .filter(|(known, _)| *known == uid)
             .map(|(_, run)| *run);
-        let elapsed = run.map(|r| now.saturating_duration_since(r.since));
+        let elapsed =
+            run.map(|r| Duration::try_from(now.duration_since(r.since)).unwrap_or(Duration::ZERO));
         let (action, next) = step(
             &pod,
             run.map(|r| (r, elapsed.unwrap_or_default())),
             &self.script,
-            &meta::now(),
+            &meta::format_time(now),
         );
         let outcome = self.script.outcome(&pod);
         let created = run.is_some_and(|r| matches!(r.stage, Stage::Creating | Stage::BackingOff))
@@ -105,6 +107,7 @@ impl Reconciler for ScriptedKubelet {
             && *outcome != Outcome::ImagePullError;
         if let Some(restarts) = run.filter(|_| created).map(|r| r.restarts) {
             // A new instance of the containers: what they print is there before the status says they run.
+            let at = store.clock().now();
             store.logs(|logs| {
                 for (container, image) in pod_status::containers(&pod) {
                     let text = if *outcome == Outcome::CannotStart {
@@ -112,7 +115,7 @@ impl Reconciler for ScriptedKubelet {
                     } else {
                         self.script.output_for(&image, restarts)
                     };
-                    logs.start(&key.namespace, &key.name, &container, text);
+                    logs.start((&key.namespace, &key.name, &container), text, at);
                 }
             });
         }
@@ -615,7 +618,7 @@ mod tests {
     fn run(stage: Stage, restarts: u32) -> Run {
         Run {
             stage,
-            since: Instant::now(),
+            since: Timestamp::now(),
             restarts,
         }
     }
@@ -792,7 +795,7 @@ mod tests {
     #[test]
     fn a_deleted_pod_is_forgotten_and_a_new_one_of_the_same_name_starts_from_the_beginning() {
         use crate::ops::{self, WriteOptions};
-        let store = Store::new(100);
+        let store = Store::new(100, crate::clock::Clock::default());
         let options = WriteOptions::default();
         let namespace = json!({"metadata": {"name": "default"}});
         ops::create(&store, ops::namespaces(), None, namespace, &options).expect("namespace");

@@ -16,6 +16,7 @@ mod admission;
 mod api;
 mod apply;
 mod bootstrap;
+mod clock;
 mod cluster;
 mod controller;
 mod controllers;
@@ -49,6 +50,7 @@ mod ttl;
 mod validation;
 
 pub use bootstrap::NODE_NAME;
+pub use clock::Clock;
 pub use cluster::{
     ClusterError, IDENTITY_NAME, IDENTITY_NAMESPACE, LocalCluster, Options, ServeOptions, serve,
 };

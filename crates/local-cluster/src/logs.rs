@@ -49,8 +49,14 @@ fn split_lines(text: &str, at: jiff::Timestamp) -> Vec<Line> {
 }
 
 impl Logs {
-    /// A new instance of `container` started and printed `text`; the instance before it becomes the previous.
-    pub(crate) fn start(&mut self, namespace: &str, pod: &str, container: &str, text: &str) {
+    /// A new instance of `container` started and printed `text` at the cluster time `at`; the instance before it
+    /// becomes the previous.
+    pub(crate) fn start(
+        &mut self,
+        (namespace, pod, container): (&str, &str, &str),
+        text: &str,
+        at: jiff::Timestamp,
+    ) {
         let instances = self
             .pods
             .entry((namespace.to_owned(), pod.to_owned()))
@@ -58,23 +64,27 @@ impl Logs {
             .entry(container.to_owned())
             .or_default();
         instances.started += 1;
-        instances
-            .runs
-            .push(split_lines(text, jiff::Timestamp::now()));
+        instances.runs.push(split_lines(text, at));
         if instances.runs.len() > 2 {
             instances.runs.remove(0);
         }
     }
 
-    /// The latest instance of `container` printed `text` (a process kubelet's output as it arrives).
-    pub(crate) fn append(&mut self, namespace: &str, pod: &str, container: &str, text: &str) {
+    /// The latest instance of `container` printed `text` at the cluster time `at` (a process kubelet's output as
+    /// it arrives).
+    pub(crate) fn append(
+        &mut self,
+        (namespace, pod, container): (&str, &str, &str),
+        text: &str,
+        at: jiff::Timestamp,
+    ) {
         let latest = self
             .pods
             .get_mut(&(namespace.to_owned(), pod.to_owned()))
             .and_then(|c| c.get_mut(container))
             .and_then(|i| i.runs.last_mut());
         if let Some(lines) = latest {
-            lines.extend(split_lines(text, jiff::Timestamp::now()));
+            lines.extend(split_lines(text, at));
         }
     }
 
@@ -149,9 +159,9 @@ mod tests {
     #[test]
     fn keeps_the_current_and_previous_instance() {
         let mut logs = Logs::default();
-        logs.start("d", "p", "c", "one\n");
-        logs.start("d", "p", "c", "two\n");
-        logs.start("d", "p", "c", "three\nfour");
+        logs.start(("d", "p", "c"), "one\n", jiff::Timestamp::now());
+        logs.start(("d", "p", "c"), "two\n", jiff::Timestamp::now());
+        logs.start(("d", "p", "c"), "three\nfour", jiff::Timestamp::now());
         let c = logs.container("d", "p", "c").expect("started");
         assert_eq!(c.started, 3);
         let text = |lines: &[Line]| render(lines, &Render::default());

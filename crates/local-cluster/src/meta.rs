@@ -1,12 +1,14 @@
 //! Small helpers over objects held as JSON: reading and writing `metadata` fields, timestamps, UIDs and
 //! generated names. Everything here is pure except the clock and the random source, which are isolated in
-//! [`now`], [`new_uid`] and [`random_suffix`].
+//! [`now`] (which reads the cluster's [`Clock`]), [`new_uid`] and [`random_suffix`].
 
 use serde_json::{Map, Value};
 
-/// The current time as Kubernetes writes it: RFC 3339, second precision, UTC.
-pub(crate) fn now() -> String {
-    format_time(jiff::Timestamp::now())
+use crate::clock::Clock;
+
+/// The cluster's current time as Kubernetes writes it: RFC 3339, second precision, UTC.
+pub(crate) fn now(clock: Clock) -> String {
+    format_time(clock.now())
 }
 
 pub(crate) fn format_time(at: jiff::Timestamp) -> String {
@@ -162,7 +164,7 @@ mod tests {
 
     #[test]
     fn timestamps_have_second_precision_in_utc() {
-        let text = now();
+        let text = now(Clock::default());
         assert_eq!(text.len(), 20, "{text}");
         assert!(text.ends_with('Z'));
         assert!(parse_time(&text).is_some());

@@ -109,7 +109,7 @@ pub(crate) fn insert_new(
     meta::set_at(
         &mut object,
         &["metadata", "creationTimestamp"],
-        Value::from(meta::now()),
+        Value::from(meta::now(s.clock())),
     );
     if resource.tracks_generation {
         meta::set_at(&mut object, &["metadata", "generation"], json!(1));
@@ -497,7 +497,7 @@ mod tests {
 
     #[test]
     fn content_for_a_terminating_namespace_is_forbidden_with_the_qualified_resource() {
-        let store = Store::new(100);
+        let store = Store::new(100, crate::clock::Clock::default());
         store
             .write(|s| {
                 let namespace = json!({"apiVersion": "v1", "kind": "Namespace",

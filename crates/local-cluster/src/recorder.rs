@@ -81,7 +81,7 @@ pub(crate) fn record(store: &crate::store::Store, event: &Event) -> Result<(), A
     let namespace = meta::str_at(&event.involved, &["namespace"])
         .unwrap_or("default")
         .to_owned();
-    let now = meta::now();
+    let now = meta::now(store.clock());
     let existing = store.read(|s| {
         s.list(resource, Some(&namespace))
             .find(|stored| same(stored, event))
@@ -104,7 +104,7 @@ pub(crate) fn record(store: &crate::store::Store, event: &Event) -> Result<(), A
         )?;
         return Ok(());
     }
-    let nanos = jiff::Timestamp::now().as_nanosecond();
+    let nanos = store.clock().now().as_nanosecond();
     let name = format!(
         "{}.{nanos:x}",
         meta::str_at(&event.involved, &["name"]).unwrap_or_default()
@@ -136,7 +136,7 @@ mod tests {
 
     #[test]
     fn a_repeat_counts_on_the_existing_event_and_a_new_message_is_a_new_event() {
-        let store = Store::new(100);
+        let store = Store::new(100, crate::clock::Clock::default());
         ops::create(
             &store,
             ops::namespaces(),

@@ -40,14 +40,14 @@ impl Reconciler for ReplicaSetController {
     fn reconcile(&mut self, key: &Key, store: &Store) -> Action {
         let found = owner_and_dependents(store, replicasets(), pods(), key);
         found
-            .map(|(set, owned)| decide(&set, &owned, Timestamp::now()))
+            .map(|(set, owned)| decide(&set, &owned, store.clock().now()))
             .unwrap_or_default()
     }
 
     fn refused(&mut self, key: &Key, store: &Store, error: &ApiError) -> Vec<Effect> {
         store
             .get(replicasets(), &key.namespace, &key.name)
-            .and_then(|set| with_failure(&set, &error.message, Timestamp::now()))
+            .and_then(|set| with_failure(&set, &error.message, store.clock().now()))
             .map(|set| Effect::Replace(replicasets(), Part::Status, set))
             .into_iter()
             .collect()

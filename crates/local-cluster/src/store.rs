@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde_json::Value;
 use tokio::sync::{Notify, broadcast};
 
+use crate::clock::Clock;
 use crate::logs::Logs;
 use crate::meta;
 use crate::resources::ResourceType;
@@ -96,9 +97,16 @@ pub(crate) struct Inner {
     pending: Vec<Arc<Change>>,
     /// What pods' containers printed; dropped with the pod.
     pub(crate) logs: Logs,
+    /// The cluster's clock, for writes that stamp a time under the lock.
+    clock: Clock,
 }
 
 impl Inner {
+    /// The cluster's clock.
+    pub(crate) fn clock(&self) -> Clock {
+        self.clock
+    }
+
     pub(crate) fn resource_version(&self) -> u64 {
         self.resource_version
     }
@@ -271,10 +279,12 @@ pub struct Store {
     inner: Arc<Mutex<Inner>>,
     changes: broadcast::Sender<Arc<Change>>,
     dirty: Arc<Notify>,
+    clock: Clock,
 }
 
 impl Store {
-    pub(crate) fn new(history_limit: usize) -> Self {
+    /// An empty store whose cluster reads the time from `clock`.
+    pub(crate) fn new(history_limit: usize, clock: Clock) -> Self {
         let (changes, _) = broadcast::channel(8192);
         Store {
             inner: Arc::new(Mutex::new(Inner {
@@ -286,10 +296,18 @@ impl Store {
                 applied: HashMap::new(),
                 pending: Vec::new(),
                 logs: Logs::default(),
+                clock,
             })),
             changes,
             dirty: Arc::new(Notify::new()),
+            clock,
         }
+    }
+
+    /// The cluster's clock, which every component reads the time from.
+    #[must_use]
+    pub fn clock(&self) -> Clock {
+        self.clock
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -451,7 +469,7 @@ mod tests {
 
     #[test]
     fn one_global_counter_and_no_op_writes_do_not_bump_it() {
-        let store = Store::new(100);
+        let store = Store::new(100, crate::clock::Clock::default());
         let mut events = store.subscribe();
         let a = store
             .write(|s| Ok(s.create(configmaps(), cm("a", "1"))))
@@ -481,7 +499,7 @@ mod tests {
 
     #[test]
     fn deletions_carry_a_new_version_and_history_is_bounded() {
-        let store = Store::new(2);
+        let store = Store::new(2, crate::clock::Clock::default());
         store
             .write(|s| Ok(s.create(configmaps(), cm("a", "1"))))
             .expect("writes");

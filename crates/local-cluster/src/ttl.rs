@@ -33,7 +33,7 @@ impl Reconciler for TtlController {
             s.get(&ObjectKey::new(jobs(), &key.namespace, &key.name))
                 .cloned()
         });
-        job.map(|job| decide(&job, Timestamp::now()))
+        job.map(|job| decide(&job, store.clock().now()))
             .unwrap_or_default()
     }
 }

@@ -320,6 +320,39 @@ async fn deleting_a_running_pod_terminates_its_process_within_the_grace_period()
 }
 
 #[tokio::test]
+async fn with_a_fast_clock_a_30_second_grace_period_ends_in_a_fraction_of_a_second() {
+    let cluster = LocalCluster::start(Options {
+        controllers: Some(Controllers {
+            kubelet: Some(Kubelet::Process(ProcessOptions::default())),
+            ..Controllers::default()
+        }),
+        clock_speed: 1000.0,
+        ..Options::default()
+    })
+    .await
+    .expect("cluster starts");
+    let pods: Api<Pod> = Api::namespaced(cluster.client().expect("client"), "default");
+    let stubborn = json!({"name": "main", "image": "busybox",
+        "command": shell("trap '' TERM; echo started; exec sleep 60")});
+    let grace = json!({"terminationGracePeriodSeconds": 30});
+    pods.create(&PostParams::default(), &pod("stubborn", &stubborn, &grace))
+        .await
+        .expect("pod");
+    running_with_log(&pods, "stubborn", "started\n").await;
+    let begun = Instant::now();
+    pods.delete("stubborn", &DeleteParams::default())
+        .await
+        .expect("delete");
+    eventually("the pod is gone", || async {
+        pods.get_opt("stubborn").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    // 30 cluster seconds are 30 real milliseconds; the rest is the kubelet's real-time polling.
+    let took = begun.elapsed();
+    assert!(took < Duration::from_secs(2), "killed after {took:?}");
+}
+
+#[tokio::test]
 async fn what_the_process_started_is_stopped_with_it() {
     let home = tempfile::tempdir().expect("tempdir");
     let (_cluster, client) = start(Some(home.path())).await;

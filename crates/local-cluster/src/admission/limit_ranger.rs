@@ -214,7 +214,7 @@ mod tests {
     use crate::store::Store;
 
     fn store_with(ranges: &[Value]) -> Store {
-        let store = Store::new(100);
+        let store = Store::new(100, crate::clock::Clock::default());
         store
             .write(|s| {
                 for range in ranges {

@@ -330,7 +330,7 @@ mod tests {
     }
 
     fn store_with(objects: Vec<(&'static ResourceType, Value)>) -> Store {
-        let store = Store::new(100);
+        let store = Store::new(100, crate::clock::Clock::default());
         store
             .write(|s| {
                 for (resource, object) in objects {

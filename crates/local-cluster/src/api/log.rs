@@ -49,7 +49,7 @@ fn number(query: &Query, key: &str) -> Result<Option<i64>, ApiError> {
 
 impl LogOptions {
     /// Parses and validates the query as the API server validates `PodLogOptions`.
-    fn parse(name: &str, query: &Query) -> Result<Self, ApiError> {
+    fn parse(name: &str, query: &Query, now: jiff::Timestamp) -> Result<Self, ApiError> {
         let mut errors = Vec::new();
         let tail_lines = number(query, "tailLines")?;
         if let Some(n) = tail_lines.filter(|n| *n < 0) {
@@ -93,11 +93,7 @@ impl LogOptions {
             return Err(ApiError::invalid_log_options(name, &errors));
         }
         let since = since_time.or_else(|| {
-            since_seconds.and_then(|s| {
-                jiff::Timestamp::now()
-                    .checked_sub(jiff::SignedDuration::from_secs(s))
-                    .ok()
-            })
+            since_seconds.and_then(|s| now.checked_sub(jiff::SignedDuration::from_secs(s)).ok())
         });
         let size = |n: Option<i64>| n.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         Ok(LogOptions {
@@ -249,7 +245,7 @@ pub(super) fn serve(
     else {
         return Err(ApiError::path_not_found());
     };
-    let options = LogOptions::parse(name, query)?;
+    let options = LogOptions::parse(name, query, state.store.clock().now())?;
     let pod = ops::get(&state.store, resource, namespace, name)?;
     let container = choose_container(&pod, name, options.container.as_deref())?;
     if meta::str_at(&pod, &["spec", "nodeName"]).is_none_or(str::is_empty) {
@@ -470,7 +466,7 @@ mod tests {
     #[test]
     fn options_are_validated_like_pod_log_options() {
         let query = Query::parse(Some("tailLines=-1&limitBytes=0"));
-        let error = LogOptions::parse("x", &query).expect_err("invalid");
+        let error = LogOptions::parse("x", &query, jiff::Timestamp::now()).expect_err("invalid");
         assert_eq!(error.code, 422);
         assert!(
             error
@@ -482,7 +478,7 @@ mod tests {
         let query = Query::parse(Some(
             "container=job&tailLines=2&timestamps=true&follow=true&previous=1&limitBytes=10",
         ));
-        let options = LogOptions::parse("x", &query).expect("valid");
+        let options = LogOptions::parse("x", &query, jiff::Timestamp::now()).expect("valid");
         assert_eq!(options.container.as_deref(), Some("job"));
         assert!(options.previous && options.follow && options.render.timestamps);
         assert_eq!(

@@ -1,6 +1,7 @@
 //! The representation a client asks for in its `Accept` header: the object itself, a `Table` (kubectl get), or
 //! `PartialObjectMetadata` (kube-rs' `*_metadata` calls), and the conversions into each.
 
+use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::table;
@@ -27,17 +28,19 @@ impl Representation {
         }
     }
 
-    /// One object (a GET or a watch event).
-    pub(crate) fn single(self, resource: &ResourceType, object: &Value) -> Value {
+    /// One object (a GET or a watch event); a Table's ages are as of the cluster time `now`.
+    pub(crate) fn single(self, resource: &ResourceType, object: &Value, now: Timestamp) -> Value {
         match self {
             Representation::Object => resource.present(object.clone()),
-            Representation::Table => table::table(resource, std::slice::from_ref(object), None),
+            Representation::Table => {
+                table::table(resource, std::slice::from_ref(object), None, now)
+            }
             Representation::Metadata => partial(object),
         }
     }
 
-    /// A list response built by [`crate::ops::list`].
-    pub(crate) fn list(self, resource: &ResourceType, list: Value) -> Value {
+    /// A list response built by [`crate::ops::list`]; a Table's ages are as of the cluster time `now`.
+    pub(crate) fn list(self, resource: &ResourceType, list: Value, now: Timestamp) -> Value {
         let items = || list["items"].as_array().cloned().unwrap_or_default();
         let resource_version = list["metadata"]["resourceVersion"]
             .as_str()
@@ -59,7 +62,7 @@ impl Representation {
             }
             Representation::Object => list,
             Representation::Table => {
-                let mut table = table::table(resource, &items(), resource_version);
+                let mut table = table::table(resource, &items(), resource_version, now);
                 table["metadata"] = list["metadata"].clone();
                 table
             }
@@ -107,7 +110,7 @@ mod tests {
     fn metadata_lists_keep_only_metadata() {
         let jobs = find("batch", "v1", "jobs").expect("served");
         let list = json!({"kind": "JobList", "metadata": {"resourceVersion": "7"}, "items": [{"metadata": {"name": "a"}, "spec": {}}]});
-        let partial = Representation::Metadata.list(jobs, list);
+        let partial = Representation::Metadata.list(jobs, list, Timestamp::now());
         assert_eq!(partial["kind"], "PartialObjectMetadataList");
         assert_eq!(partial["metadata"]["resourceVersion"], "7");
         assert_eq!(

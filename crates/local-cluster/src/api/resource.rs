@@ -167,7 +167,10 @@ fn get_one(
         }
     }
     let object = ops::get(&state.store, resource, namespace, name)?;
-    Ok(ok(&representation.single(resource, &object), &[]))
+    Ok(ok(
+        &representation.single(resource, &object, state.store.clock().now()),
+        &[],
+    ))
 }
 
 fn check_acceptable(accept: &str) -> Result<(), ApiError> {
@@ -234,7 +237,10 @@ fn list(
     };
     if let Some(token) = query.get("continue").filter(|c| !c.is_empty()) {
         let page = state.pages.next(token, limit)?;
-        return Ok(ok(&representation.list(resource, page), &[]));
+        return Ok(ok(
+            &representation.list(resource, page, state.store.clock().now()),
+            &[],
+        ));
     }
     let current = state.store.resource_version();
     if let Some(requested) = rv.filter(|v| *v != "0") {
@@ -260,7 +266,10 @@ fn list(
     let list = state
         .pages
         .first(ops::list(&state.store, resource, namespace, &filter), limit);
-    Ok(ok(&representation.list(resource, list), &[]))
+    Ok(ok(
+        &representation.list(resource, list, state.store.clock().now()),
+        &[],
+    ))
 }
 
 pub(super) fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {

@@ -6,13 +6,13 @@ use serde_json::{Value, json};
 use crate::meta;
 use crate::resources::ResourceType;
 
-/// A Table of `objects` (one row each).
+/// A Table of `objects` (one row each), with ages as of the cluster time `now`.
 pub(crate) fn table(
     resource: &ResourceType,
     objects: &[Value],
     resource_version: Option<String>,
+    now: jiff::Timestamp,
 ) -> Value {
-    let now = jiff::Timestamp::now();
     let columns: Vec<Value> = columns(resource)
         .iter()
         .map(|(name, kind, priority)| {
@@ -608,7 +608,7 @@ mod tests {
                 "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}},
             "status": {"succeeded": 2, "conditions": [{"type": "Complete", "status": "True"}],
                 "startTime": "2020-01-01T00:00:00Z", "completionTime": "2020-01-01T00:00:07Z"}});
-        let table = table(jobs, &[job], Some("5".into()));
+        let table = table(jobs, &[job], Some("5".into()), jiff::Timestamp::now());
         assert_eq!(
             table["rows"][0]["cells"],
             json!([

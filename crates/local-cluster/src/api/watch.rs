@@ -16,6 +16,7 @@ use tokio::sync::{broadcast, mpsc};
 use super::ClusterState;
 use super::negotiate::Representation;
 use super::query::Query;
+use crate::clock::Clock;
 use crate::ops::Filter;
 use crate::resources::ResourceType;
 use crate::status::{ApiError, FieldError};
@@ -28,6 +29,8 @@ struct Watch {
     filter: Filter,
     bookmarks: bool,
     representation: Representation,
+    /// The cluster's clock, for the ages of Table rows.
+    clock: Clock,
     timeout: Duration,
     bookmark_interval: Duration,
 }
@@ -97,6 +100,7 @@ pub(crate) fn serve(
         filter,
         bookmarks: query.flag("allowWatchBookmarks"),
         representation,
+        clock: state.store.clock(),
         timeout,
         bookmark_interval: state.bookmark_interval,
     };
@@ -164,7 +168,8 @@ impl Watch {
     }
 
     fn render(&self, object: &Value) -> Value {
-        self.representation.single(self.resource, object)
+        self.representation
+            .single(self.resource, object, self.clock.now())
     }
 
     /// The event a change produces for this watch, if any, applying the selector transitions.

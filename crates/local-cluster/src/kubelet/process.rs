@@ -25,6 +25,7 @@ use tokio::time::Instant;
 
 use super::probe::{Kind, Prober, Verdict};
 use super::{Next, Stage, Step, bind, is_terminal, started_at, started_elsewhere, terminate};
+use crate::clock::Clock;
 use crate::controller::{Action, Key, Reconciler, pods};
 use crate::meta;
 use crate::script::{Outcome, ProcessOptions, Script, crash_backoff};
@@ -52,16 +53,17 @@ struct Running {
     ready: bool,
 }
 
-/// Sends SIGTERM to the container's processes; SIGKILL follows after the pod's grace period.
-fn stop(running: &mut Running, pod: &Value) {
+/// Sends SIGTERM to the container's processes; SIGKILL follows after the pod's grace period (cluster time).
+fn stop(running: &mut Running, pod: &Value, clock: Clock) {
     signal_group(&running.child, "TERM");
-    running.kill_at = Some(Instant::now() + grace_period(pod));
+    running.kill_at = Some(clock.deadline(grace_period(pod)));
 }
 
 /// Where a pod is.
 #[derive(Debug)]
 enum State {
-    /// Waiting since `at` to start after `delay` (nothing for a first start, a crash-loop back-off after exits).
+    /// Waiting since `at` to start after `delay` of real time (nothing for a first start, a crash-loop back-off
+    /// after exits).
     Waiting {
         at: Instant,
         delay: Duration,
@@ -89,10 +91,13 @@ pub(crate) struct ProcessKubelet {
     /// Timings for [`Step`] (start at once, back off from `restart_backoff`).
     script: Script,
     runs: HashMap<Key, Run>,
+    /// The cluster's clock: back-offs and grace periods are cluster durations, while processes, their output
+    /// and their probes run in real time.
+    clock: Clock,
 }
 
 impl ProcessKubelet {
-    pub(crate) fn new(options: ProcessOptions) -> Self {
+    pub(crate) fn new(options: ProcessOptions, clock: Clock) -> Self {
         let script = Script::new(Outcome::RunForever)
             .start_delay(Duration::ZERO)
             .restart_backoff(options.restart_backoff);
@@ -100,6 +105,7 @@ impl ProcessKubelet {
             options,
             script,
             runs: HashMap::new(),
+            clock,
         }
     }
 }
@@ -254,16 +260,17 @@ fn reader(
         let mut line = Vec::new();
         while pipe.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
             let text = String::from_utf8_lossy(&line);
-            store.logs(|logs| logs.append(&namespace, &pod, &name, &text));
+            let at = store.clock().now();
+            store.logs(|logs| logs.append((&namespace, &pod, &name), &text, at));
             line.clear();
         }
     })
 }
 
-/// Nothing to do now; look again after `after`.
-fn later(after: Duration) -> Action {
+/// Nothing to do now; look again after `after` of real time (requeues are cluster durations).
+fn later(clock: Clock, after: Duration) -> Action {
     Action {
-        requeue_after: Some(after),
+        requeue_after: Some(clock.cluster(after)),
         ..Action::default()
     }
 }
@@ -318,7 +325,7 @@ impl Reconciler for ProcessKubelet {
         {
             kill_run(&mut run);
         }
-        let now = meta::now();
+        let now = meta::now(store.clock());
         if is_terminal(&pod) {
             if let Some(mut run) = self.runs.remove(key) {
                 kill_run(&mut run);
@@ -389,11 +396,9 @@ impl ProcessKubelet {
             }
             State::PullFailed { at } => {
                 let elapsed = Instant::now().saturating_duration_since(*at);
-                if elapsed < self.options.restart_backoff {
-                    return (
-                        later(self.options.restart_backoff.saturating_sub(elapsed)),
-                        true,
-                    );
+                let backoff = self.clock.real(self.options.restart_backoff);
+                if elapsed < backoff {
+                    return (later(self.clock, backoff.saturating_sub(elapsed)), true);
                 }
                 run.state = State::PullBackOff;
                 (step.pull_back_off().0, true)
@@ -402,7 +407,7 @@ impl ProcessKubelet {
             State::Waiting { at, delay } => {
                 let elapsed = Instant::now().saturating_duration_since(*at);
                 if elapsed < *delay {
-                    return (later(delay.saturating_sub(elapsed)), true);
+                    return (later(self.clock, delay.saturating_sub(elapsed)), true);
                 }
                 self.start(run, step, pod, key, store)
             }
@@ -428,7 +433,7 @@ impl ProcessKubelet {
                 }
                 let Some((exited, status)) = running.exited else {
                     if deleting && running.kill_at.is_none() {
-                        stop(running, pod);
+                        stop(running, pod, self.clock);
                     }
                     match running.kill_at {
                         Some(at) if Instant::now() >= at => {
@@ -438,12 +443,12 @@ impl ProcessKubelet {
                         Some(_) => {}
                         None => return (self.probe(running, pod, step), true),
                     }
-                    return (later(POLL), true);
+                    return (later(self.clock, POLL), true);
                 };
                 // The rest of its output first, so the log is complete once the status says it ended.
                 let drained = running.readers.iter().all(JoinHandle::is_finished);
                 if !drained && Instant::now().saturating_duration_since(exited) < DRAIN {
-                    return (later(POLL), true);
+                    return (later(self.clock, POLL), true);
                 }
                 let code = exit_code(status);
                 if deleting {
@@ -489,7 +494,8 @@ impl ProcessKubelet {
             self.remember(run, next);
             return (action, next.is_some());
         };
-        store.logs(|logs| logs.start(&key.namespace, &key.name, &name, ""));
+        let at = store.clock().now();
+        store.logs(|logs| logs.start((&key.namespace, &key.name, &name), "", at));
         let mut readers = Vec::new();
         if let Some(out) = child.stdout.take() {
             readers.push(reader(out, store, key, &name));
@@ -512,7 +518,7 @@ impl ProcessKubelet {
             Outcome::RunForever
         };
         let (mut action, _) = step.start(&outcome);
-        action.requeue_after = Some(POLL);
+        action.requeue_after = Some(self.clock.cluster(POLL));
         run.state = State::Running(Box::new(Running {
             child,
             readers,
@@ -573,7 +579,7 @@ impl ProcessKubelet {
                 let then = if restarted { ", will be restarted" } else { "" };
                 format!("Container {name} failed {probe} probe{then}")
             });
-            stop(running, pod);
+            stop(running, pod, self.clock);
         }
         let next = running
             .probes
@@ -583,7 +589,7 @@ impl ProcessKubelet {
             .unwrap_or(POLL)
             .clamp(Duration::from_millis(1), POLL);
         let mut action = step.action;
-        action.requeue(next);
+        action.requeue(self.clock.cluster(next));
         action
     }
 }
@@ -600,7 +606,7 @@ impl ProcessKubelet {
             run.restarts = restarts;
             run.state = State::Waiting {
                 at: Instant::now(),
-                delay,
+                delay: self.clock.real(delay),
             };
         }
     }

@@ -5,11 +5,17 @@
 
 mod apply;
 mod completions;
+mod delete;
 mod diff;
 mod jobs_file;
+mod list;
+mod live_jobs;
 mod local_cluster;
+mod logs;
 mod planning;
 mod schema;
+mod show;
+mod table;
 mod validate;
 
 use std::path::PathBuf;
@@ -73,6 +79,10 @@ pub enum OutputFormat {
     Text,
     /// One JSON document, stable across versions
     Json,
+    /// `list`: every field of every job (other commands: as `text`)
+    Long,
+    /// `list`: the job names only (other commands: as `text`)
+    Name,
 }
 
 #[derive(Debug, Subcommand)]
@@ -112,6 +122,33 @@ pub enum Command {
     /// kubeconfig written with `--kubeconfig-out`. See docs/local-cluster.md.
     LocalCluster(local_cluster::LocalClusterArgs),
 
+    /// List the tool's jobs with their type and status (`-o long|name|json`)
+    ///
+    /// Reads every jobs-framework job of the tool's namespace — ours, upstream's and `run`'s — with one LIST per
+    /// kind, and computes each status as upstream does: pending, running, succeeded, failed or unknown, for how
+    /// long, and why (`restarted (N)`, `exitcode X`, out of quota).
+    List(list::ListArgs),
+
+    /// Show every field of one job, its status, and hints (why, previous and next run)
+    Show(show::ShowArgs),
+
+    /// Print a job's output: its log files in the tool's home, or its pods' logs
+    ///
+    /// With file logging (the default for pre-built images) prints the job's `.out` and `.err` files; else the
+    /// logs of every pod of the job through the Kubernetes API, as `<time> [<pod>] [<container>] <message>`.
+    Logs(logs::LogsArgs),
+
+    /// Delete a job's objects and its inventory record
+    ///
+    /// Deletes its Job, CronJob or Deployment (with their pods) and its Service.
+    ///
+    /// Only objects with the jobs framework's managed-by label are deleted; a job still in the jobs file comes
+    /// back with the next `apply`.
+    Delete(delete::DeleteArgs),
+
+    /// Delete every job of the tool (as `delete` does for each)
+    Flush,
+
     /// Print a shell completion script
     ///
     /// For example: `toolforge-jobs completions bash > ~/.local/share/bash-completion/completions/toolforge-jobs`.
@@ -132,6 +169,11 @@ pub async fn run(cli: &Cli) -> ExitStatus {
         Command::Schema => schema::run(printer),
         Command::Completions { shell } => completions::run(*shell, printer),
         Command::LocalCluster(args) => local_cluster::run(args, printer).await,
+        Command::List(args) => Box::pin(list::run(&cli.global, args, printer)).await,
+        Command::Show(args) => Box::pin(show::run(&cli.global, args, printer)).await,
+        Command::Logs(args) => Box::pin(logs::run(&cli.global, args, printer)).await,
+        Command::Delete(args) => Box::pin(delete::run(&cli.global, args, printer)).await,
+        Command::Flush => Box::pin(delete::flush(&cli.global, printer)).await,
     };
     match result {
         Ok(status) => status,
@@ -179,6 +221,23 @@ pub enum Error {
     Apply(#[source] Box<crate::apply::ApplyError>),
     #[error(transparent)]
     Inventory(#[from] crate::cluster::inventory::InventoryWriteError),
+    #[error("Job '{name}' does not exist; `toolforge-jobs list` shows the tool's jobs")]
+    NoSuchJob { name: String },
+    #[error("Job '{name}' does not have any logs available: it has no file log and no pods")]
+    NoLogs { name: String },
+    #[error("cannot read the log of pod `{pod}`")]
+    PodLog {
+        pod: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("cannot delete {kind} `{name}`")]
+    Delete {
+        kind: &'static str,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
 }
 
 impl From<crate::apply::ApplyError> for Error {
@@ -202,6 +261,10 @@ impl Error {
             | Error::DryRun(_)
             | Error::Apply(_)
             | Error::Inventory(_)
+            | Error::NoSuchJob { .. }
+            | Error::NoLogs { .. }
+            | Error::PodLog { .. }
+            | Error::Delete { .. }
             | Error::Lock(_) => ExitStatus::Failure,
         }
     }

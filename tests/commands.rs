@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::batch::v1::CronJob;
+use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
@@ -359,4 +359,125 @@ async fn delete_removes_our_objects_and_records_and_never_foreign_ones() {
     let list = cluster.run(&["list"]).await;
     assert_eq!(list.expect_code(0).stdout, "");
     assert!(list.stderr.contains("No jobs found."), "{}", list.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_creates_a_job_outside_any_inventory_and_waits_for_it() {
+    let script = Script::new(Outcome::RunForever).label(
+        "app.kubernetes.io/name",
+        "broken",
+        Outcome::Exit {
+            code: 3,
+            after: Duration::from_millis(20),
+        },
+    );
+    let cluster = Cluster::start_with(script).await;
+    cluster.write_jobs(JOBS);
+    cluster.run(&["apply"]).await.expect_code(0);
+
+    let run = cluster
+        .run(&[
+            "run",
+            "once",
+            "--command",
+            "./once.sh",
+            "--image",
+            "python3.11",
+            "--wait",
+        ])
+        .await;
+    run.expect_code(0);
+    assert!(
+        run.stderr.contains("job 'once' completed"),
+        "{}",
+        run.stderr
+    );
+    let job = Api::<KubeJob>::namespaced(cluster.client.clone(), NAMESPACE)
+        .get("once")
+        .await
+        .unwrap();
+    let labels = job.metadata.labels.unwrap();
+    assert_eq!(
+        labels["app.kubernetes.io/managed-by"],
+        "toolforge-jobs-framework"
+    );
+    assert!(
+        !labels.contains_key("jobs.toolforge.org/inventory"),
+        "{labels:?}"
+    );
+    assert_eq!(
+        cluster.run(&["diff"]).await.row("once").unwrap().0,
+        "ignored"
+    );
+
+    let failing = cluster
+        .run(&[
+            "run",
+            "broken",
+            "--command",
+            "./broken.sh",
+            "--image",
+            "bookworm",
+            "--retry",
+            "0",
+            "--wait=30",
+        ])
+        .await;
+    failing.expect_code(4);
+    assert!(
+        failing.stderr.contains("job 'broken' failed"),
+        "{}",
+        failing.stderr
+    );
+    let again = cluster.run(&["wait", "broken", "--timeout", "30s"]).await;
+    again.expect_code(4);
+
+    let taken = cluster
+        .run(&["run", "bot", "--command", "x", "--image", "python3.11"])
+        .await;
+    taken.expect_code(1);
+    assert!(
+        taken.stderr.contains("'bot' already exists"),
+        "{}",
+        taken.stderr
+    );
+
+    let invalid = cluster
+        .run(&["run", "bad", "--command", "x", "--image", "python9"])
+        .await;
+    invalid.expect_code(2);
+    assert!(invalid.stderr.contains("python9"), "{}", invalid.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_waits_for_a_rollout_and_times_out_on_a_job_that_never_ends() {
+    let cluster = start().await;
+    let wait = cluster.run(&["wait", "bot"]).await;
+    wait.expect_code(0);
+    assert!(
+        wait.stderr.contains("job 'bot' completed"),
+        "{}",
+        wait.stderr
+    );
+
+    let forever = cluster
+        .run(&[
+            "run",
+            "forever",
+            "--command",
+            "sleep infinity",
+            "--image",
+            "bookworm",
+            "--schedule",
+            "0 0 1 1 *",
+        ])
+        .await;
+    forever.expect_code(0);
+    let nothing = cluster.run(&["wait", "forever"]).await;
+    nothing.expect_code(1);
+    assert!(
+        nothing.stderr.contains("has not run yet"),
+        "{}",
+        nothing.stderr
+    );
 }

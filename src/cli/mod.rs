@@ -13,10 +13,12 @@ mod live_jobs;
 mod local_cluster;
 mod logs;
 mod planning;
+mod run;
 mod schema;
 mod show;
 mod table;
 mod validate;
+mod wait;
 
 use std::path::PathBuf;
 
@@ -149,6 +151,18 @@ pub enum Command {
     /// Delete every job of the tool (as `delete` does for each)
     Flush,
 
+    /// Run a job from flags instead of a file (upstream's `toolforge jobs run`)
+    ///
+    /// The flags are jobs.yaml keys and are checked as a jobs file is. The job belongs to no jobs file: `apply`
+    /// shows it as `ignored` and never deletes it. `--wait` waits for a one-off to complete (exit 4 failed, 5 timed
+    /// out).
+    Run(Box<run::RunArgs>),
+
+    /// Wait for a job's current run to complete, or a continuous job to be rolled out
+    ///
+    /// Exit 0: it succeeded; 4: it failed (with the reasons, events and log tail); 5: timed out.
+    Wait(wait::WaitArgs),
+
     /// Print a shell completion script
     ///
     /// For example: `toolforge-jobs completions bash > ~/.local/share/bash-completion/completions/toolforge-jobs`.
@@ -174,6 +188,8 @@ pub async fn run(cli: &Cli) -> ExitStatus {
         Command::Logs(args) => Box::pin(logs::run(&cli.global, args, printer)).await,
         Command::Delete(args) => Box::pin(delete::run(&cli.global, args, printer)).await,
         Command::Flush => Box::pin(delete::flush(&cli.global, printer)).await,
+        Command::Run(args) => Box::pin(run::run(&cli.global, args, printer)).await,
+        Command::Wait(args) => Box::pin(wait::run(&cli.global, args, printer)).await,
     };
     match result {
         Ok(status) => status,
@@ -231,6 +247,19 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+    #[error("a job or object named '{name}' already exists; delete it first, or pick another name")]
+    JobExists { name: String },
+    #[error("cannot create {kind} `{name}`")]
+    Create {
+        kind: &'static str,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("Job '{name}' has not run yet: there is no run to wait for")]
+    NotRunYet { name: String },
+    #[error("cannot wait")]
+    Wait(#[from] crate::wait::WaitError),
     #[error("cannot delete {kind} `{name}`")]
     Delete {
         kind: &'static str,
@@ -265,6 +294,10 @@ impl Error {
             | Error::NoLogs { .. }
             | Error::PodLog { .. }
             | Error::Delete { .. }
+            | Error::JobExists { .. }
+            | Error::Create { .. }
+            | Error::NotRunYet { .. }
+            | Error::Wait(_)
             | Error::Lock(_) => ExitStatus::Failure,
         }
     }

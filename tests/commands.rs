@@ -481,3 +481,23 @@ async fn wait_waits_for_a_rollout_and_times_out_on_a_job_that_never_ends() {
         nothing.stderr
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn applying_a_dump_changes_nothing() {
+    let cluster = start().await;
+    let jobs_file = cluster.directory.path().join("jobs.yaml");
+    std::fs::remove_file(&jobs_file).unwrap();
+
+    let dump = cluster.run(&["dump"]).await;
+    dump.expect_code(0);
+    assert!(dump.stderr.contains("Wrote 4 job(s)"), "{}", dump.stderr);
+    let dumped = std::fs::read_to_string(&jobs_file).unwrap();
+    assert!(dumped.contains("- name: \"bot\"\n"), "{dumped}");
+    assert!(dumped.contains("  mem: \"1.0Gi\"\n"), "{dumped}");
+    assert!(dumped.contains("  schedule: \"17 3 * * *\"\n"), "{dumped}");
+
+    let diff = cluster.run(&["diff"]).await;
+    diff.expect_code(0);
+    assert!(diff.stdout.contains("nothing to change"), "{}", diff.stdout);
+    cluster.run(&["apply"]).await.expect_code(0);
+}

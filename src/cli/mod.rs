@@ -7,6 +7,7 @@ mod apply;
 mod completions;
 mod delete;
 mod diff;
+mod dump;
 mod jobs_file;
 mod list;
 mod live_jobs;
@@ -19,6 +20,7 @@ mod show;
 mod table;
 mod validate;
 mod wait;
+mod yaml_entry;
 
 use std::path::PathBuf;
 
@@ -163,6 +165,9 @@ pub enum Command {
     /// Exit 0: it succeeded; 4: it failed (with the reasons, events and log tail); 5: timed out.
     Wait(wait::WaitArgs),
 
+    /// Write the live jobs as a jobs file (to `-f FILE`, else stdout); applying it changes nothing
+    Dump,
+
     /// Print a shell completion script
     ///
     /// For example: `toolforge-jobs completions bash > ~/.local/share/bash-completion/completions/toolforge-jobs`.
@@ -190,6 +195,7 @@ pub async fn run(cli: &Cli) -> ExitStatus {
         Command::Flush => Box::pin(delete::flush(&cli.global, printer)).await,
         Command::Run(args) => Box::pin(run::run(&cli.global, args, printer)).await,
         Command::Wait(args) => Box::pin(wait::run(&cli.global, args, printer)).await,
+        Command::Dump => Box::pin(dump::run(&cli.global, printer)).await,
     };
     match result {
         Ok(status) => status,
@@ -260,6 +266,11 @@ pub enum Error {
     NotRunYet { name: String },
     #[error("cannot wait")]
     Wait(#[from] crate::wait::WaitError),
+    #[error("cannot write `{}`", .path.display())]
+    WriteFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot delete {kind} `{name}`")]
     Delete {
         kind: &'static str,
@@ -298,6 +309,7 @@ impl Error {
             | Error::Create { .. }
             | Error::NotRunYet { .. }
             | Error::Wait(_)
+            | Error::WriteFile { .. }
             | Error::Lock(_) => ExitStatus::Failure,
         }
     }

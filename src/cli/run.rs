@@ -6,7 +6,6 @@
 //! `apply` lists it as `ignored` and never prunes it. A name already taken by any Job, CronJob, Deployment or
 //! Service is refused. `--wait[=SECONDS]` then waits as `wait NAME` does (exit 4 failed, 5 timed out).
 
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use clap::Args;
@@ -21,6 +20,7 @@ use serde::de::DeserializeOwned;
 use crate::cli::apply::parse_duration;
 use crate::cli::live_jobs;
 use crate::cli::wait::{Awaited, await_one};
+use crate::cli::yaml_entry::{entry, quoted};
 use crate::cli::{Error, GlobalArgs};
 use crate::cluster::FIELD_MANAGER;
 use crate::config::diagnostic::render as render_problems;
@@ -143,18 +143,8 @@ impl RunArgs {
                 entries.push((key, "true".to_owned()));
             }
         }
-        let mut text = String::new();
-        for (index, (key, value)) in entries.iter().enumerate() {
-            let lead = if index == 0 { "- " } else { "  " };
-            // Writing to a String cannot fail.
-            let _ = writeln!(text, "{lead}{key}: {value}");
-        }
-        text
+        entry(&entries)
     }
-}
-
-fn quoted(value: &str) -> String {
-    serde_json::Value::from(value).to_string()
 }
 
 pub(crate) async fn run(

@@ -21,8 +21,7 @@ pub(crate) async fn run(global: &GlobalArgs, printer: Printer) -> Result<ExitSta
     } else {
         jobs.iter()
             .map(|job| entry(&pairs(job, &live.context)))
-            .collect::<Vec<_>>()
-            .join("")
+            .collect::<String>()
     };
     match &global.file {
         Some(path) => {

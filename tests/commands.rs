@@ -501,3 +501,41 @@ async fn applying_a_dump_changes_nothing() {
     assert!(diff.stdout.contains("nothing to change"), "{}", diff.stdout);
     cluster.run(&["apply"]).await.expect_code(0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn images_and_quota_print_upstreams_tables() {
+    let cluster = start().await;
+    let images = cluster.run(&["images"]).await;
+    images.expect_code(0);
+    assert!(images.stdout.starts_with("Short name"), "{}", images.stdout);
+    assert!(
+        images.stdout.contains("Container image URL"),
+        "{}",
+        images.stdout
+    );
+    assert!(
+        images
+            .stdout
+            .lines()
+            .any(|line| line.starts_with("python3.11 ")),
+        "{}",
+        images.stdout
+    );
+    let json: Value =
+        serde_json::from_str(&cluster.run(&["images", "-o", "json"]).await.stdout).unwrap();
+    assert!(
+        json.as_array()
+            .unwrap()
+            .iter()
+            .any(|image| image["short_name"] == "bookworm")
+    );
+
+    // The local cluster serves no ResourceQuota or LimitRange (the tables are unit-tested in src/cli/quota.rs).
+    let quota = cluster.run(&["quota"]).await;
+    quota.expect_code(0);
+    assert!(
+        quota.stderr.contains("has no quota and no limits"),
+        "{}",
+        quota.stderr
+    );
+}

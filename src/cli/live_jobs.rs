@@ -37,8 +37,8 @@ pub(crate) struct LiveJob {
     pub(crate) status: Status,
 }
 
-/// Connects and reads the tool's namespace (see the module documentation).
-pub(crate) async fn read(global: &GlobalArgs) -> Result<Live, Error> {
+/// The tool, a connection, and the tool's namespace.
+async fn connect(global: &GlobalArgs) -> Result<(String, Connection, String), Error> {
     let tool = tool_name(global).ok_or(Error::NoTool)?;
     let connection = cluster::connect(&Target {
         kubeconfig: global.kubeconfig.clone(),
@@ -46,6 +46,24 @@ pub(crate) async fn read(global: &GlobalArgs) -> Result<Live, Error> {
     })
     .await?;
     let namespace = format!("tool-{tool}");
+    Ok((tool, connection, namespace))
+}
+
+/// Connects and reads what `diff` reads, without pods and events (`images`, `quota`, `status`).
+pub(crate) async fn snapshot(global: &GlobalArgs) -> Result<(Connection, String, Snapshot), Error> {
+    let (_, connection, namespace) = connect(global).await?;
+    let snapshot = Box::pin(cluster::read(
+        &connection.client,
+        &namespace,
+        DEFAULT_SET_NAME,
+    ))
+    .await?;
+    Ok((connection, namespace, snapshot))
+}
+
+/// Connects and reads the tool's namespace (see the module documentation).
+pub(crate) async fn read(global: &GlobalArgs) -> Result<Live, Error> {
+    let (tool, connection, namespace) = connect(global).await?;
     let client = &connection.client;
     let framework = ListParams::default().labels(&format!(
         "{}={}",

@@ -8,12 +8,14 @@ mod completions;
 mod delete;
 mod diff;
 mod dump;
+mod images;
 mod jobs_file;
 mod list;
 mod live_jobs;
 mod local_cluster;
 mod logs;
 mod planning;
+mod quota;
 mod run;
 mod schema;
 mod show;
@@ -168,6 +170,12 @@ pub enum Command {
     /// Write the live jobs as a jobs file (to `-f FILE`, else stdout); applying it changes nothing
     Dump,
 
+    /// List the stable pre-built images a job may use
+    Images,
+
+    /// Show the tool's quota: running jobs, per-job limits, job definitions
+    Quota,
+
     /// Print a shell completion script
     ///
     /// For example: `toolforge-jobs completions bash > ~/.local/share/bash-completion/completions/toolforge-jobs`.
@@ -196,6 +204,8 @@ pub async fn run(cli: &Cli) -> ExitStatus {
         Command::Run(args) => Box::pin(run::run(&cli.global, args, printer)).await,
         Command::Wait(args) => Box::pin(wait::run(&cli.global, args, printer)).await,
         Command::Dump => Box::pin(dump::run(&cli.global, printer)).await,
+        Command::Images => Box::pin(images::run(&cli.global, printer)).await,
+        Command::Quota => Box::pin(quota::run(&cli.global, printer)).await,
     };
     match result {
         Ok(status) => status,

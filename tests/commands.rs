@@ -10,7 +10,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
 use support::{Cluster, NAMESPACE, Run};
 use toolforge_local_cluster::{Outcome, Script};
@@ -538,4 +538,68 @@ async fn images_and_quota_print_upstreams_tables() {
         "{}",
         quota.stderr
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_rolls_a_deployment_runs_a_cronjob_now_and_reruns_a_one_off() {
+    let cluster = start().await;
+    let jobs: Api<KubeJob> = Api::namespaced(cluster.client.clone(), NAMESPACE);
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client.clone(), NAMESPACE);
+
+    cluster.run(&["restart", "bot"]).await.expect_code(0);
+    let bot = deployments.get("bot").await.unwrap();
+    let annotations = bot
+        .spec
+        .unwrap()
+        .template
+        .metadata
+        .unwrap()
+        .annotations
+        .unwrap();
+    assert!(
+        annotations.contains_key("kubectl.kubernetes.io/restartedAt"),
+        "{annotations:?}"
+    );
+    cluster.run(&["wait", "bot"]).await.expect_code(0);
+
+    let nightly = cluster.run(&["restart", "nightly"]).await;
+    nightly.expect_code(0);
+    let cron_job = Api::<CronJob>::namespaced(cluster.client.clone(), NAMESPACE)
+        .get("nightly")
+        .await
+        .unwrap();
+    let runs: Vec<KubeJob> = jobs
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|job| {
+            job.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|owner| Some(&owner.uid) == cron_job.metadata.uid.as_ref())
+        })
+        .collect();
+    assert_eq!(runs.len(), 1, "{}", nightly.stderr);
+    assert_eq!(
+        runs[0].metadata.annotations.as_ref().unwrap()["cronjob.kubernetes.io/instantiate"],
+        "manual"
+    );
+    until(&cluster, &["show", "nightly"], |run| {
+        run.stdout
+            .lines()
+            .any(|line| line.starts_with("| Status:") && line.contains("| Running for"))
+    })
+    .await;
+
+    let before = jobs.get("migrate").await.unwrap().metadata.uid;
+    cluster.run(&["restart", "migrate"]).await.expect_code(0);
+    let after = jobs.get("migrate").await.unwrap().metadata.uid;
+    assert_ne!(before, after, "a new Job");
+    cluster.run(&["wait", "migrate"]).await.expect_code(0);
+
+    let foreign = cluster.run(&["restart", "foreign"]).await;
+    foreign.expect_code(1);
 }

@@ -16,6 +16,7 @@ mod local_cluster;
 mod logs;
 mod planning;
 mod quota;
+mod restart;
 mod run;
 mod schema;
 mod show;
@@ -176,6 +177,9 @@ pub enum Command {
     /// Show the tool's quota: running jobs, per-job limits, job definitions
     Quota,
 
+    /// Restart a job: roll a continuous job's pods, run a scheduled job now, run a one-off again
+    Restart(restart::RestartArgs),
+
     /// Print a shell completion script
     ///
     /// For example: `toolforge-jobs completions bash > ~/.local/share/bash-completion/completions/toolforge-jobs`.
@@ -205,6 +209,7 @@ pub async fn run(cli: &Cli) -> ExitStatus {
         Command::Wait(args) => Box::pin(wait::run(&cli.global, args, printer)).await,
         Command::Dump => Box::pin(dump::run(&cli.global, printer)).await,
         Command::Images => Box::pin(images::run(&cli.global, printer)).await,
+        Command::Restart(args) => Box::pin(restart::run(&cli.global, args, printer)).await,
         Command::Quota => Box::pin(quota::run(&cli.global, printer)).await,
     };
     match result {
@@ -281,6 +286,13 @@ pub enum Error {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot restart {kind} `{name}`")]
+    Restart {
+        kind: &'static str,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
     #[error("cannot delete {kind} `{name}`")]
     Delete {
         kind: &'static str,
@@ -320,6 +332,7 @@ impl Error {
             | Error::NotRunYet { .. }
             | Error::Wait(_)
             | Error::WriteFile { .. }
+            | Error::Restart { .. }
             | Error::Lock(_) => ExitStatus::Failure,
         }
     }

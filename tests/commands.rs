@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
@@ -35,16 +36,19 @@ const JOBS: &str = "\
   continuous: true
 ";
 
-/// Pods of `crasher` exit 1 and are restarted; everything else as in [`Cluster::start`].
+/// Pods of `crasher` exit 1 and are restarted, those of `slow` never end; everything else as in
+/// [`Cluster::start`].
 async fn start() -> Cluster {
-    let script = Script::new(Outcome::RunForever).label(
-        "app.kubernetes.io/name",
-        "crasher",
-        Outcome::Exit {
-            code: 1,
-            after: Duration::from_millis(20),
-        },
-    );
+    let script = Script::new(Outcome::RunForever)
+        .label("app.kubernetes.io/name", "slow", Outcome::RunForever)
+        .label(
+            "app.kubernetes.io/name",
+            "crasher",
+            Outcome::Exit {
+                code: 1,
+                after: Duration::from_millis(20),
+            },
+        );
     let cluster = Cluster::start_with(script).await;
     cluster.write_jobs(JOBS);
     cluster.run(&["apply"]).await.expect_code(0);
@@ -473,6 +477,26 @@ async fn wait_waits_for_a_rollout_and_times_out_on_a_job_that_never_ends() {
         ])
         .await;
     forever.expect_code(0);
+    cluster
+        .run(&[
+            "run",
+            "slow",
+            "--command",
+            "./slow.sh",
+            "--image",
+            "bookworm",
+        ])
+        .await
+        .expect_code(0);
+    let slow = cluster.run(&["wait", "slow", "--timeout", "1s"]).await;
+    slow.expect_code(5);
+    assert!(
+        slow.stderr
+            .contains("timed out 1 seconds waiting for job 'slow'"),
+        "{}",
+        slow.stderr
+    );
+
     let nothing = cluster.run(&["wait", "forever"]).await;
     nothing.expect_code(1);
     assert!(
@@ -602,4 +626,45 @@ async fn restart_rolls_a_deployment_runs_a_cronjob_now_and_reruns_a_one_off() {
 
     let foreign = cluster.run(&["restart", "foreign"]).await;
     foreign.expect_code(1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_the_lock_holder_and_the_inventory() {
+    let cluster = start().await;
+    let status = cluster.run(&["status"]).await;
+    status.expect_code(0);
+    let text = &status.stdout;
+    assert!(text.starts_with("Lock:"), "{text}");
+    assert!(text.lines().next().unwrap().ends_with("free"), "{text}");
+    assert!(
+        text.contains("toolforge-jobs, 4 job(s) (2 continuous, 1 one-off, 1 scheduled)"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|line| line.starts_with("migrate") && line.contains("succeeded")),
+        "{text}"
+    );
+
+    let now = jiff::Timestamp::now().to_string();
+    let lease: Lease = serde_json::from_value(json!({
+        "metadata": {"name": "toolforge-jobs"},
+        "spec": {"holderIdentity": "watch by someone@host (pid 1)", "leaseDurationSeconds": 60,
+            "acquireTime": now, "renewTime": now}
+    }))
+    .unwrap();
+    Api::<Lease>::namespaced(cluster.client.clone(), NAMESPACE)
+        .create(&PostParams::default(), &lease)
+        .await
+        .unwrap();
+    let status = cluster.run(&["status", "-o", "json"]).await;
+    let report: Value = serde_json::from_str(&status.expect_code(0).stdout).unwrap();
+    assert_eq!(report["lock"]["holder"], "watch by someone@host (pid 1)");
+    assert_eq!(report["lock"]["expired"], false);
+    assert_eq!(report["inventory"]["jobs"]["continuous"], 2);
+    let text = cluster.run(&["status"]).await.stdout;
+    assert!(
+        text.contains("held by watch by someone@host (pid 1) for "),
+        "{text}"
+    );
 }

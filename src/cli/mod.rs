@@ -20,6 +20,7 @@ mod restart;
 mod run;
 mod schema;
 mod show;
+mod status;
 mod table;
 mod validate;
 mod wait;
@@ -180,6 +181,9 @@ pub enum Command {
     /// Restart a job: roll a continuous job's pods, run a scheduled job now, run a one-off again
     Restart(restart::RestartArgs),
 
+    /// Show who holds the tool's lock, and what the inventory records: jobs, last apply, one-offs' last runs
+    Status(status::StatusArgs),
+
     /// Print a shell completion script
     ///
     /// For example: `toolforge-jobs completions bash > ~/.local/share/bash-completion/completions/toolforge-jobs`.
@@ -210,6 +214,7 @@ pub async fn run(cli: &Cli) -> ExitStatus {
         Command::Dump => Box::pin(dump::run(&cli.global, printer)).await,
         Command::Images => Box::pin(images::run(&cli.global, printer)).await,
         Command::Restart(args) => Box::pin(restart::run(&cli.global, args, printer)).await,
+        Command::Status(args) => Box::pin(status::run(&cli.global, args, printer)).await,
         Command::Quota => Box::pin(quota::run(&cli.global, printer)).await,
     };
     match result {

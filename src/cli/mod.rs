@@ -169,7 +169,10 @@ pub enum Command {
     /// Exit 0: it succeeded; 4: it failed (with the reasons, events and log tail); 5: timed out.
     Wait(wait::WaitArgs),
 
-    /// Write the live jobs as a jobs file (to `-f FILE`, else stdout); applying it changes nothing
+    /// Write the live jobs as a jobs file that applies as a no-op
+    ///
+    /// To `-f FILE` (created or overwritten), else to stdout. `wait`, `trigger` and `trigger-files` cannot be
+    /// read from live objects and are not in the dump.
     Dump,
 
     /// List the stable pre-built images a job may use
@@ -178,10 +181,10 @@ pub enum Command {
     /// Show the tool's quota: running jobs, per-job limits, job definitions
     Quota,
 
-    /// Restart a job: roll a continuous job's pods, run a scheduled job now, run a one-off again
+    /// Restart a job: roll its pods, run it now, or run a one-off again
     Restart(restart::RestartArgs),
 
-    /// Show who holds the tool's lock, and what the inventory records: jobs, last apply, one-offs' last runs
+    /// Show the lock's holder and the inventory: jobs, last apply, last runs
     Status(status::StatusArgs),
 
     /// Print a shell completion script

@@ -668,3 +668,43 @@ async fn status_shows_the_lock_holder_and_the_inventory() {
         "{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_next_waits_for_the_next_run_of_a_scheduled_job() {
+    let script = Script::new(Outcome::RunForever).label(
+        "app.kubernetes.io/component",
+        "cronjobs",
+        Outcome::Succeed {
+            after: Duration::from_millis(50),
+        },
+    );
+    let cluster = Cluster::start_with(script).await;
+    cluster.write_jobs(JOBS);
+    cluster.run(&["apply"]).await.expect_code(0);
+
+    let waiting = cluster.run(&["wait", "nightly", "--next", "--timeout", "20s"]);
+    let starting = async {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        cluster.run(&["restart", "nightly"]).await
+    };
+    let (waited, started) = tokio::join!(waiting, starting);
+    started.expect_code(0);
+    waited.expect_code(0);
+    assert!(
+        waited.stderr.contains("waiting for its next run"),
+        "{}",
+        waited.stderr
+    );
+    assert!(
+        waited.stderr.contains("job 'nightly' completed"),
+        "{}",
+        waited.stderr
+    );
+
+    let quick = cluster
+        .run(&["wait", "nightly", "--next", "--timeout", "1s"])
+        .await;
+    quick.expect_code(5);
+    let not_scheduled = cluster.run(&["wait", "bot", "--next"]).await;
+    not_scheduled.expect_code(2);
+}

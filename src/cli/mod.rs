@@ -285,7 +285,13 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
-    #[error("Job '{name}' has not run yet: there is no run to wait for")]
+    #[error(
+        "`--next` waits for the next run of a scheduled job, and job '{name}' is not scheduled"
+    )]
+    NotScheduled { name: String },
+    #[error(
+        "Job '{name}' has not run yet: there is no run to wait for (`--next` waits for its next run)"
+    )]
     NotRunYet { name: String },
     #[error("cannot wait")]
     Wait(#[from] crate::wait::WaitError),
@@ -319,7 +325,10 @@ impl From<crate::apply::ApplyError> for Error {
 impl Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            Error::NoJobsFile { .. } | Error::NoTool | Error::Render(_) => ExitStatus::Invalid,
+            Error::NoJobsFile { .. }
+            | Error::NoTool
+            | Error::Render(_)
+            | Error::NotScheduled { .. } => ExitStatus::Invalid,
             Error::Lock(crate::cluster::lock::LockError::Held { .. }) => ExitStatus::LockHeld,
             Error::ReadFile { .. }
             | Error::Output(_)

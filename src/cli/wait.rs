@@ -1,8 +1,10 @@
-//! `toolforge-jobs wait NAME [--timeout DURATION]`: wait for a job's current run, and the waiting `run --wait`
-//! shares with it.
+//! `toolforge-jobs wait NAME [--timeout DURATION] [--next]`: wait for a job's current run, and the waiting
+//! `run --wait` shares with it.
 //!
 //! A one-off's Job and a scheduled job's latest run are awaited by UID until they complete or fail; a continuous
-//! job's Deployment until it has rolled out its current generation (src/wait). Progress goes to stderr, one line
+//! job's Deployment until it has rolled out its current generation (src/wait). With `--next` a scheduled job's
+//! next run is awaited instead: a watch on the namespace's Jobs (opened after the runs that exist were listed)
+//! waits for a new Job owned by the CronJob, which is then awaited by UID. Progress goes to stderr, one line
 //! per change; the end is upstream's "job 'NAME' completed" or the failure report. Exit codes (SPEC §7): 0 success,
 //! 4 failed, 5 timed out.
 
@@ -10,11 +12,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use k8s_openapi::api::batch::v1::Job as KubeJob;
+use futures::TryStreamExt as _;
+use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::Api;
+use kube::runtime::{WatchStreamExt as _, watcher};
 
 use crate::cli::apply::parse_duration;
-use crate::cli::live_jobs::{self, LiveJob};
+use crate::cli::live_jobs::{self, Live, LiveJob};
 use crate::cli::{Error, GlobalArgs};
 use crate::output::{ExitStatus, Printer};
 use crate::render::LiveObject;
@@ -28,6 +33,10 @@ pub struct WaitArgs {
     /// Give up after DURATION (`600`, `90s`, `10m`)
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
     pub timeout: Duration,
+
+    /// A scheduled job: wait for its next run (one that starts after this command) instead of the latest one
+    #[arg(long)]
+    pub next: bool,
 }
 
 /// What to wait for.
@@ -43,7 +52,25 @@ pub(crate) async fn run(
 ) -> Result<ExitStatus, Error> {
     let live = live_jobs::read(global).await?;
     let job = live.job(&args.name)?;
+    let deadline = tokio::time::Instant::now() + args.timeout;
     let awaited = match &job.workload {
+        LiveObject::CronJob(cron_job) if args.next => {
+            printer.message(&format!("job '{}': waiting for its next run\n", args.name))?;
+            let Some(run) = next_run(&live, cron_job, deadline).await? else {
+                printer.message(&format!(
+                    "timed out {} seconds waiting for the next run of job '{}'\n",
+                    args.timeout.as_secs(),
+                    args.name
+                ))?;
+                return Ok(ExitStatus::TimedOut);
+            };
+            job_target(&job, &live.namespace, &run.metadata)
+        }
+        _ if args.next => {
+            return Err(Error::NotScheduled {
+                name: args.name.clone(),
+            });
+        }
         LiveObject::Job(object) => job_target(&job, &live.namespace, &object.metadata),
         LiveObject::CronJob(cron_job) => {
             let uid = cron_job.metadata.uid.as_deref().unwrap_or_default();
@@ -76,7 +103,52 @@ pub(crate) async fn run(
             file_log: file_log(&job),
         }),
     };
-    await_one(&live.connection.client, &awaited, args.timeout, printer).await
+    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+    await_one(&live.connection.client, &awaited, left, printer).await
+}
+
+/// The first Job owned by `cron_job` that was not among the listed ones; `None` when `deadline` passes first.
+async fn next_run(
+    live: &Live,
+    cron_job: &CronJob,
+    deadline: tokio::time::Instant,
+) -> Result<Option<KubeJob>, Error> {
+    let uid = cron_job.metadata.uid.clone().unwrap_or_default();
+    let known: Vec<&str> = live
+        .snapshot
+        .live
+        .jobs
+        .iter()
+        .filter_map(|job| job.metadata.uid.as_deref())
+        .collect();
+    let api: Api<KubeJob> = Api::namespaced(live.connection.client.clone(), &live.namespace);
+    let runs = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .applied_objects()
+        .try_filter(|job| {
+            let new = job
+                .metadata
+                .uid
+                .as_deref()
+                .is_some_and(|run| !known.contains(&run));
+            let owned = job
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|owner| owner.uid == uid);
+            futures::future::ready(new && owned)
+        });
+    let mut runs = std::pin::pin!(runs);
+    match tokio::time::timeout_at(deadline, runs.try_next()).await {
+        Ok(Ok(run)) => Ok(run),
+        Ok(Err(source)) => Err(Error::Wait(wait::WaitError::Watch {
+            resource: "jobs",
+            namespace: live.namespace.clone(),
+            source,
+        })),
+        Err(_) => Ok(None),
+    }
 }
 
 fn job_target(job: &LiveJob, namespace: &str, metadata: &ObjectMeta) -> Awaited {

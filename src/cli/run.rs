@@ -221,7 +221,10 @@ pub(crate) async fn run(
     }
     printer.message(&format!("Created job '{}'.\n", job.name))?;
     match (args.wait, awaited) {
-        (Some(timeout), Some(awaited)) => await_one(client, &awaited, timeout, printer).await,
+        (Some(timeout), Some(awaited)) => {
+            let deadline = tokio::time::Instant::now() + timeout;
+            await_one(client, &awaited, deadline, timeout, printer).await
+        }
         (Some(_), None) => {
             printer.message(
                 "A scheduled job runs on its schedule: there is nothing to wait for now.\n",

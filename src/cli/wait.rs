@@ -103,8 +103,14 @@ pub(crate) async fn run(
             file_log: file_log(&job),
         }),
     };
-    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-    await_one(&live.connection.client, &awaited, left, printer).await
+    await_one(
+        &live.connection.client,
+        &awaited,
+        deadline,
+        args.timeout,
+        printer,
+    )
+    .await
 }
 
 /// The first Job owned by `cron_job` that was not among the listed ones; `None` when `deadline` passes first.
@@ -166,14 +172,15 @@ pub(crate) fn file_log(job: &LiveJob) -> Option<PathBuf> {
     job.read_back.job.filelog_stderr.clone().map(PathBuf::from)
 }
 
-/// Waits for `awaited` at most `timeout`, printing progress and the end; the exit status of SPEC §7.
+/// Waits for `awaited` until `deadline` (which is `timeout` after the command began, for the message), printing
+/// progress and the end; the exit status of SPEC §7.
 pub(crate) async fn await_one(
     client: &kube::Client,
     awaited: &Awaited,
+    deadline: tokio::time::Instant,
     timeout: Duration,
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
-    let deadline = tokio::time::Instant::now() + timeout;
     let (name, what) = match awaited {
         Awaited::Job(target) => (&target.job, "complete"),
         Awaited::Deployment(target) => (&target.job, "roll out"),

@@ -338,6 +338,29 @@ async fn delete_removes_our_objects_and_records_and_never_foreign_ones() {
         "apply brings it back"
     );
 
+    // While an apply or the daemon holds the lock, nothing is deleted.
+    let now = jiff::Timestamp::now().to_string();
+    let lease: Lease = serde_json::from_value(json!({
+        "metadata": {"name": "toolforge-jobs"},
+        "spec": {"holderIdentity": "apply by someone@host (pid 1)", "leaseDurationSeconds": 60,
+            "acquireTime": now, "renewTime": now}
+    }))
+    .unwrap();
+    let leases: Api<Lease> = Api::namespaced(cluster.client.clone(), NAMESPACE);
+    leases.create(&PostParams::default(), &lease).await.unwrap();
+    let held = cluster.run(&["delete", "crasher"]).await;
+    held.expect_code(6);
+    assert!(
+        held.stderr.contains("apply by someone@host"),
+        "{}",
+        held.stderr
+    );
+    assert!(deployments.get_opt("crasher").await.unwrap().is_some());
+    leases
+        .delete("toolforge-jobs", &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+
     let foreign = cluster.run(&["delete", "foreign"]).await;
     foreign.expect_code(1);
     assert!(

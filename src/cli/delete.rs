@@ -4,7 +4,8 @@
 //! touched, whatever their name. A job's workload is deleted by UID precondition (never a newer object of the
 //! same name) with Background propagation, so the garbage collector removes its Jobs and pods (a Job is never
 //! orphaned); its Service goes with it. The job's record leaves its inventory, so that `apply` creates the job
-//! again (a one-off runs again) when the file still has it.
+//! again (a one-off runs again) when the file still has it. Both hold the tool's lock while they delete, so they
+//! never cut into an `apply` or the `watch` daemon (exit 6 when it is held).
 
 use std::collections::BTreeMap;
 
@@ -19,6 +20,7 @@ use crate::cli::live_jobs::{self, Live, LiveJob};
 use crate::cli::{Error, GlobalArgs};
 use crate::cluster::StoredInventory;
 use crate::cluster::inventory::InventoryStore;
+use crate::cluster::lock;
 use crate::output::{ExitStatus, Printer};
 use crate::render::context::DEFAULT_SET_NAME;
 use crate::render::{LiveObject, inventory, labels};
@@ -50,7 +52,27 @@ pub(crate) async fn flush(global: &GlobalArgs, printer: Printer) -> Result<ExitS
     delete(&live, &jobs, printer).await
 }
 
+/// Deletes `jobs` under the tool's lock.
 async fn delete(live: &Live, jobs: &[LiveJob], printer: Printer) -> Result<ExitStatus, Error> {
+    let lock = lock::acquire(
+        &live.connection.client,
+        &live.namespace,
+        &lock::identity("delete"),
+        None,
+    )
+    .await?;
+    let result = delete_locked(live, jobs, printer).await;
+    if let Err(error) = lock.release().await {
+        tracing::warn!(%error, "cannot release the lock; it expires by itself");
+    }
+    result
+}
+
+async fn delete_locked(
+    live: &Live,
+    jobs: &[LiveJob],
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
     let client = &live.connection.client;
     for job in jobs {
         let name = job.name();

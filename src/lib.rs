@@ -18,4 +18,5 @@ pub mod config;
 pub mod output;
 pub mod plan;
 pub mod render;
+pub mod status;
 pub mod wait;

@@ -15,7 +15,8 @@ pub(crate) fn target(global: &GlobalArgs) -> Target {
 }
 
 /// Connects to the cluster the global flags name; on the embedded local cluster, says which and how to stop it.
-pub(crate) async fn connect(global: &GlobalArgs, printer: Printer) -> Result<Connection, Error> {
+pub(crate) async fn connect(global: &GlobalArgs) -> Result<Connection, Error> {
+    let printer = Printer::new(global.no_color);
     let connection = cluster::connect(&target(global)).await?;
     if let Some(running) = &connection.embedded {
         let how = if running.started {

@@ -27,7 +27,7 @@ pub(crate) async fn run(
             text.push('\n');
             printer.data(&text)?;
         }
-        OutputFormat::Text => {
+        OutputFormat::Text | OutputFormat::Long | OutputFormat::Name => {
             printer.data(&plan_view::render(
                 plan,
                 &planned.snapshot.live,

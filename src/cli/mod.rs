@@ -6,12 +6,26 @@
 mod apply;
 mod completions;
 mod connection;
+mod delete;
 mod diff;
+mod dump;
+mod images;
 mod jobs_file;
+mod list;
+mod live_jobs;
 mod local_cluster;
+mod logs;
 mod planning;
+mod quota;
+mod restart;
+mod run;
 mod schema;
+mod show;
+mod status;
+mod table;
 mod validate;
+mod wait;
+mod yaml_entry;
 
 use std::path::PathBuf;
 
@@ -79,6 +93,10 @@ pub enum OutputFormat {
     Text,
     /// One JSON document, stable across versions
     Json,
+    /// `list`: every field of every job (other commands: as `text`)
+    Long,
+    /// `list`: the job names only (other commands: as `text`)
+    Name,
 }
 
 #[derive(Debug, Subcommand)]
@@ -118,6 +136,63 @@ pub enum Command {
     /// kubeconfig written with `--kubeconfig-out`. See docs/local-cluster.md.
     LocalCluster(local_cluster::LocalClusterArgs),
 
+    /// List the tool's jobs with their type and status (`-o long|name|json`)
+    ///
+    /// Reads every jobs-framework job of the tool's namespace — ours, upstream's and `run`'s — with one LIST per
+    /// kind, and computes each status as upstream does: pending, running, succeeded, failed or unknown, for how
+    /// long, and why (`restarted (N)`, `exitcode X`, out of quota).
+    List(list::ListArgs),
+
+    /// Show every field of one job, its status, and hints (why, previous and next run)
+    Show(show::ShowArgs),
+
+    /// Print a job's output: its log files in the tool's home, or its pods' logs
+    ///
+    /// With file logging (the default for pre-built images) prints the job's `.out` and `.err` files; else the
+    /// logs of every pod of the job through the Kubernetes API, as `<time> [<pod>] [<container>] <message>`.
+    Logs(logs::LogsArgs),
+
+    /// Delete a job's objects and its inventory record
+    ///
+    /// Deletes its Job, CronJob or Deployment (with their pods) and its Service.
+    ///
+    /// Only objects with the jobs framework's managed-by label are deleted; a job still in the jobs file comes
+    /// back with the next `apply`.
+    Delete(delete::DeleteArgs),
+
+    /// Delete every job of the tool (as `delete` does for each)
+    Flush,
+
+    /// Run a job from flags instead of a file (upstream's `toolforge jobs run`)
+    ///
+    /// The flags are jobs.yaml keys and are checked as a jobs file is. The job belongs to no jobs file: `apply`
+    /// shows it as `ignored` and never deletes it. `--wait` waits for a one-off to complete (exit 4 failed, 5 timed
+    /// out).
+    Run(Box<run::RunArgs>),
+
+    /// Wait for a job's current run to complete, or a continuous job to be rolled out
+    ///
+    /// Exit 0: it succeeded; 4: it failed (with the reasons, events and log tail); 5: timed out.
+    Wait(wait::WaitArgs),
+
+    /// Write the live jobs as a jobs file that applies as a no-op
+    ///
+    /// To `-f FILE` (created or overwritten), else to stdout. `wait`, `trigger` and `trigger-files` cannot be
+    /// read from live objects and are not in the dump.
+    Dump,
+
+    /// List the stable pre-built images a job may use
+    Images,
+
+    /// Show the tool's quota: running jobs, per-job limits, job definitions
+    Quota,
+
+    /// Restart a job: roll its pods, run it now, or run a one-off again
+    Restart(restart::RestartArgs),
+
+    /// Show the lock's holder and the inventory: jobs, last apply, last runs
+    Status(status::StatusArgs),
+
     /// Print a shell completion script
     ///
     /// For example: `toolforge-jobs completions bash > ~/.local/share/bash-completion/completions/toolforge-jobs`.
@@ -138,6 +213,18 @@ pub async fn run(cli: &Cli) -> ExitStatus {
         Command::Schema => schema::run(printer),
         Command::Completions { shell } => completions::run(*shell, printer),
         Command::LocalCluster(args) => local_cluster::run(args, printer).await,
+        Command::List(args) => Box::pin(list::run(&cli.global, args, printer)).await,
+        Command::Show(args) => Box::pin(show::run(&cli.global, args, printer)).await,
+        Command::Logs(args) => Box::pin(logs::run(&cli.global, args, printer)).await,
+        Command::Delete(args) => Box::pin(delete::run(&cli.global, args, printer)).await,
+        Command::Flush => Box::pin(delete::flush(&cli.global, printer)).await,
+        Command::Run(args) => Box::pin(run::run(&cli.global, args, printer)).await,
+        Command::Wait(args) => Box::pin(wait::run(&cli.global, args, printer)).await,
+        Command::Dump => Box::pin(dump::run(&cli.global, printer)).await,
+        Command::Images => Box::pin(images::run(&cli.global, printer)).await,
+        Command::Restart(args) => Box::pin(restart::run(&cli.global, args, printer)).await,
+        Command::Status(args) => Box::pin(status::run(&cli.global, args, printer)).await,
+        Command::Quota => Box::pin(quota::run(&cli.global, printer)).await,
     };
     match result {
         Ok(status) => status,
@@ -191,6 +278,54 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+    #[error("Job '{name}' does not exist; `toolforge-jobs list` shows the tool's jobs")]
+    NoSuchJob { name: String },
+    #[error("Job '{name}' does not have any logs available: it has no file log and no pods")]
+    NoLogs { name: String },
+    #[error("cannot read the log of pod `{pod}`")]
+    PodLog {
+        pod: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("a job or object named '{name}' already exists; delete it first, or pick another name")]
+    JobExists { name: String },
+    #[error("cannot create {kind} `{name}`")]
+    Create {
+        kind: &'static str,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error(
+        "`--next` waits for the next run of a scheduled job, and job '{name}' is not scheduled"
+    )]
+    NotScheduled { name: String },
+    #[error(
+        "Job '{name}' has not run yet: there is no run to wait for (`--next` waits for its next run)"
+    )]
+    NotRunYet { name: String },
+    #[error("cannot wait")]
+    Wait(#[from] crate::wait::WaitError),
+    #[error("cannot write `{}`", .path.display())]
+    WriteFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot restart {kind} `{name}`")]
+    Restart {
+        kind: &'static str,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("cannot delete {kind} `{name}`")]
+    Delete {
+        kind: &'static str,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
 }
 
 impl From<crate::apply::ApplyError> for Error {
@@ -202,7 +337,10 @@ impl From<crate::apply::ApplyError> for Error {
 impl Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            Error::NoJobsFile { .. } | Error::NoTool | Error::Render(_) => ExitStatus::Invalid,
+            Error::NoJobsFile { .. }
+            | Error::NoTool
+            | Error::Render(_)
+            | Error::NotScheduled { .. } => ExitStatus::Invalid,
             Error::Lock(crate::cluster::lock::LockError::Held { .. }) => ExitStatus::LockHeld,
             Error::ReadFile { .. }
             | Error::Output(_)
@@ -215,6 +353,16 @@ impl Error {
             | Error::Apply(_)
             | Error::Inventory(_)
             | Error::Namespace { .. }
+            | Error::NoSuchJob { .. }
+            | Error::NoLogs { .. }
+            | Error::PodLog { .. }
+            | Error::Delete { .. }
+            | Error::JobExists { .. }
+            | Error::Create { .. }
+            | Error::NotRunYet { .. }
+            | Error::Wait(_)
+            | Error::WriteFile { .. }
+            | Error::Restart { .. }
             | Error::Lock(_) => ExitStatus::Failure,
         }
     }

@@ -143,7 +143,7 @@ pub(crate) async fn prepare(
         return Ok(Prepared::Invalid);
     };
 
-    let connection = connection::connect(global, printer).await?;
+    let connection = connection::connect(global).await?;
     // `--namespace` names the tool (`tool-<tool>`); the tool names the namespace.
     let namespace = format!("tool-{tool}");
     // Nine requests in flight make a large future: keep it on the heap.

@@ -59,7 +59,7 @@ pub(crate) fn run(global: &GlobalArgs, printer: Printer) -> Result<ExitStatus, E
             text.push('\n');
             printer.data(&text)?;
         }
-        OutputFormat::Text => {
+        OutputFormat::Text | OutputFormat::Long | OutputFormat::Name => {
             printer.message(&render(&source, &problems, printer.color()))?;
             if errors == 0 {
                 printer.data(&job_table(&jobs))?;

@@ -1,0 +1,223 @@
+//! `toolforge-jobs logs NAME [--follow] [-l N]`: what a job printed.
+//!
+//! With file logging on (the default for pre-built images) the output is in the job's log files in the tool's
+//! home (`NAME.out`, `NAME.err`, or `filelog-stdout`/`filelog-stderr`), read from the paths the live object
+//! names; `--follow` keeps reading what is appended, as `tail -f` does. Without file logging the pods' logs are read
+//! through the API (`pods/log`), every pod of the job oldest first, as upstream's logs lines:
+//! `<time> [<pod>] [<container>] <message>`; `--follow` follows them until the containers stop.
+
+use std::io::{Read as _, Seek as _, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+use futures::{AsyncBufReadExt as _, StreamExt as _, TryStreamExt as _};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, LogParams};
+
+use crate::cli::live_jobs::{self, Live, LiveJob};
+use crate::cli::{Error, GlobalArgs};
+use crate::output::{ExitStatus, Printer};
+use crate::status::{self, Related};
+
+/// How often `--follow` looks for new lines in a log file.
+const FILE_FOLLOW_INTERVAL: Duration = Duration::from_millis(250);
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// The job's name
+    pub name: String,
+
+    /// Keep printing new lines as they are written (upstream's `-f`; here `-f` is the global `--file`)
+    #[arg(long)]
+    pub follow: bool,
+
+    /// Only the last N lines (of each file, or of each pod)
+    #[arg(short = 'l', long = "last", value_name = "N")]
+    pub last: Option<usize>,
+}
+
+pub(crate) async fn run(
+    global: &GlobalArgs,
+    args: &LogsArgs,
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
+    let live = live_jobs::read(global).await?;
+    let job = live.job(&args.name)?;
+    let canonical = &job.read_back.job;
+    if canonical.filelog {
+        let mut paths: Vec<PathBuf> = [&canonical.filelog_stdout, &canonical.filelog_stderr]
+            .into_iter()
+            .flatten()
+            .map(PathBuf::from)
+            .collect();
+        paths.dedup();
+        return file_logs(&paths, args, printer).await;
+    }
+    pod_logs(&live, &job, args, printer).await
+}
+
+/// The job's log files: each one's (last) lines, then with `--follow` what gets appended to any of them.
+async fn file_logs(
+    paths: &[PathBuf],
+    args: &LogsArgs,
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
+    let mut offsets = Vec::new();
+    for path in paths {
+        if !path.exists() {
+            printer.message(&format!("no log at {} yet\n", path.display()))?;
+            offsets.push(0);
+            continue;
+        }
+        let text = read_from(path, 0).await.map_err(|source| Error::ReadFile {
+            path: path.clone(),
+            source,
+        })?;
+        if paths.len() > 1 {
+            printer.message(&format!("==> {} <==\n", path.display()))?;
+        }
+        printer.data(&last_lines(&String::from_utf8_lossy(&text), args.last))?;
+        offsets.push(text.len() as u64);
+    }
+    if !args.follow {
+        return Ok(ExitStatus::Success);
+    }
+    loop {
+        tokio::time::sleep(FILE_FOLLOW_INTERVAL).await;
+        for (path, offset) in paths.iter().zip(&mut offsets) {
+            let appended = read_from(path, *offset)
+                .await
+                .map_err(|source| Error::ReadFile {
+                    path: path.clone(),
+                    source,
+                })?;
+            *offset += appended.len() as u64;
+            printer.data(&String::from_utf8_lossy(&appended))?;
+        }
+    }
+}
+
+/// The bytes of `path` after `offset`; nothing when it does not exist (yet), everything when it was truncated.
+async fn read_from(path: &Path, offset: u64) -> std::io::Result<Vec<u8>> {
+    let path = path.to_owned();
+    let read = move || {
+        let mut file = match std::fs::File::open(&path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) => return Err(error),
+        };
+        let length = file.metadata()?.len();
+        file.seek(SeekFrom::Start(if length < offset { 0 } else { offset }))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    };
+    tokio::task::spawn_blocking(read)
+        .await
+        .map_err(std::io::Error::other)?
+}
+
+/// The last `count` lines of `text` (all without a count), each ending in a newline.
+fn last_lines(text: &str, count: Option<usize>) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let skip = count.map_or(0, |count| lines.len().saturating_sub(count));
+    lines[skip..]
+        .iter()
+        .flat_map(|line| [*line, "\n"])
+        .collect()
+}
+
+/// The pods' logs through the API, every pod's in turn, or all of them at once with `--follow`.
+async fn pod_logs(
+    live: &Live,
+    job: &LiveJob,
+    args: &LogsArgs,
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
+    let related = Related {
+        jobs: &live.snapshot.live.jobs,
+        pods: &live.pods,
+        events: &live.events,
+    };
+    let pods = status::pods_of(&job.workload, related);
+    if pods.is_empty() {
+        return Err(Error::NoLogs {
+            name: job.name().to_owned(),
+        });
+    }
+    let api: Api<Pod> = Api::namespaced(live.connection.client.clone(), &live.namespace);
+    let params = LogParams {
+        follow: args.follow,
+        tail_lines: args
+            .last
+            .map(|last| i64::try_from(last).unwrap_or(i64::MAX)),
+        timestamps: true,
+        ..LogParams::default()
+    };
+    let mut streams = Vec::new();
+    for pod in pods {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let container = pod
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.containers.first())
+            .map(|container| container.name.clone())
+            .unwrap_or_default();
+        let log_error = |source| Error::PodLog {
+            pod: name.clone(),
+            source,
+        };
+        let lines = api
+            .log_stream(&name, &params)
+            .await
+            .map_err(log_error)?
+            .lines();
+        let prefix = format!("[{name}] [{container}]");
+        let lines = lines
+            .map_ok(move |line| upstream_line(&line, &prefix))
+            .map_err(move |source| Error::PodLog {
+                pod: name.clone(),
+                source: kube::Error::ReadEvents(source),
+            });
+        streams.push(lines.boxed());
+    }
+    // Without `--follow` every stream ends: print them pod after pod. With `--follow`, as the lines come.
+    let mut merged = if args.follow {
+        futures::stream::select_all(streams).boxed()
+    } else {
+        futures::stream::iter(streams).flatten().boxed()
+    };
+    while let Some(line) = merged.next().await {
+        printer.data(&line?)?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// `<time> [<pod>] [<container>] <message>` from a `timestamps=true` log line `<time> <message>`.
+fn upstream_line(line: &str, prefix: &str) -> String {
+    match line.split_once(' ') {
+        Some((time, message)) => format!("{time} {prefix} {message}\n"),
+        None => format!("{line} {prefix}\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_lines_keeps_the_end() {
+        assert_eq!(last_lines("a\nb\nc\n", Some(2)), "b\nc\n");
+        assert_eq!(last_lines("a\nb", None), "a\nb\n");
+        assert_eq!(last_lines("", Some(3)), "");
+    }
+
+    #[test]
+    fn pod_lines_read_like_upstreams() {
+        assert_eq!(
+            upstream_line("2026-11-30T12:00:00Z hello world", "[bot-1] [job]"),
+            "2026-11-30T12:00:00Z [bot-1] [job] hello world\n"
+        );
+    }
+}

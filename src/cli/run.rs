@@ -1,0 +1,330 @@
+//! `toolforge-jobs run NAME --command … --image … [flags]`: upstream's imperative `run`.
+//!
+//! The flags become the equivalent jobs.yaml entry, which goes through the loader: the rules and messages are
+//! exactly those of a jobs file (a problem points at the flag's line in the generated entry, which is printed with
+//! it). The job is rendered as `apply` renders it and created WITHOUT inventory labels: it belongs to no file, so
+//! `apply` lists it as `ignored` and never prunes it. A name already taken by any Job, CronJob, Deployment or
+//! Service is refused. `--wait[=SECONDS]` then waits as `wait NAME` does (exit 4 failed, 5 timed out).
+
+use std::time::Duration;
+
+use clap::Args;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, PostParams};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::cli::apply::parse_duration;
+use crate::cli::live_jobs;
+use crate::cli::wait::{Awaited, await_one};
+use crate::cli::yaml_entry::{entry, quoted};
+use crate::cli::{Error, GlobalArgs};
+use crate::cluster::FIELD_MANAGER;
+use crate::config::diagnostic::render as render_problems;
+use crate::config::{self, Context};
+use crate::output::{ExitStatus, Printer};
+use crate::render::{self, Workload, labels};
+use crate::wait::{DeploymentTarget, JobTarget};
+
+/// Upstream's `run` flags; each is the jobs.yaml key of the same name.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The job's name
+    pub name: String,
+    /// The command to run
+    #[arg(long)]
+    pub command: String,
+    /// The image: a short name from `toolforge-jobs images`, or a build-service image
+    #[arg(long)]
+    pub image: String,
+    /// Run on this cron schedule (a scheduled job)
+    #[arg(long, conflicts_with = "continuous")]
+    pub schedule: Option<String>,
+    /// Keep it running (a continuous job)
+    #[arg(long)]
+    pub continuous: bool,
+    /// Memory, e.g. `1Gi`
+    #[arg(long)]
+    pub mem: Option<String>,
+    /// CPU, e.g. `0.5`
+    #[arg(long)]
+    pub cpu: Option<String>,
+    /// Emails to send: none, all, onfinish, onfailure
+    #[arg(long)]
+    pub emails: Option<String>,
+    /// Retries of a failed one-off or scheduled run (0–5)
+    #[arg(long)]
+    pub retry: Option<u32>,
+    /// Mount NFS storage: all or none
+    #[arg(long)]
+    pub mount: Option<String>,
+    /// Log to files in the tool's home
+    #[arg(long, conflicts_with = "no_filelog")]
+    pub filelog: bool,
+    /// Do not log to files
+    #[arg(long)]
+    pub no_filelog: bool,
+    /// The file stdout goes to
+    #[arg(long, value_name = "PATH")]
+    pub filelog_stdout: Option<String>,
+    /// The file stderr goes to
+    #[arg(long, value_name = "PATH")]
+    pub filelog_stderr: Option<String>,
+    /// The port a continuous job listens on (`8000`, `8000/udp`)
+    #[arg(long)]
+    pub port: Option<String>,
+    /// How many pods a continuous job runs
+    #[arg(long)]
+    pub replicas: Option<u32>,
+    /// A health check command for a continuous job
+    #[arg(long, value_name = "COMMAND", conflicts_with = "health_check_http")]
+    pub health_check_script: Option<String>,
+    /// A health check HTTP path for a continuous job with a port
+    #[arg(long, value_name = "PATH")]
+    pub health_check_http: Option<String>,
+    /// Seconds a run may take
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<u64>,
+    /// Wait until the job completed (at most SECONDS; default 600)
+    #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "600", value_parser = parse_duration)]
+    pub wait: Option<Duration>,
+}
+
+impl RunArgs {
+    /// The jobs.yaml entry the flags stand for, one key per line, values quoted as JSON strings (so that no flag
+    /// value can change the document's structure) except numbers and booleans.
+    fn yaml(&self) -> String {
+        let mut entries: Vec<(&str, String)> = vec![
+            ("name", quoted(&self.name)),
+            ("command", quoted(&self.command)),
+            ("image", quoted(&self.image)),
+        ];
+        let strings = [
+            ("schedule", &self.schedule),
+            ("mem", &self.mem),
+            ("cpu", &self.cpu),
+            ("emails", &self.emails),
+            ("mount", &self.mount),
+            ("filelog-stdout", &self.filelog_stdout),
+            ("filelog-stderr", &self.filelog_stderr),
+            ("health-check-script", &self.health_check_script),
+            ("health-check-http", &self.health_check_http),
+        ];
+        entries.extend(
+            strings
+                .into_iter()
+                .filter_map(|(key, value)| value.as_deref().map(|value| (key, quoted(value)))),
+        );
+        let numbers = [
+            ("retry", self.retry.map(u64::from)),
+            ("replicas", self.replicas.map(u64::from)),
+            ("timeout", self.timeout),
+        ];
+        entries.extend(
+            numbers
+                .into_iter()
+                .filter_map(|(key, value)| value.map(|value| (key, value.to_string()))),
+        );
+        if let Some(port) = &self.port {
+            let value = port
+                .parse::<u16>()
+                .map_or_else(|_| quoted(port), |port| port.to_string());
+            entries.push(("port", value));
+        }
+        for (key, set) in [
+            ("continuous", self.continuous),
+            ("filelog", self.filelog),
+            ("no-filelog", self.no_filelog),
+        ] {
+            if set {
+                entries.push((key, "true".to_owned()));
+            }
+        }
+        entry(&entries)
+    }
+}
+
+pub(crate) async fn run(
+    global: &GlobalArgs,
+    args: &RunArgs,
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
+    let live = live_jobs::read(global).await?;
+    let yaml = args.yaml();
+    let context = Context {
+        tool: &live.context.tool,
+        images: &live.context.images,
+        count_trigger_files: None,
+    };
+    let loaded = config::decode("the `run` flags".to_owned(), yaml.clone().into_bytes())
+        .and_then(|source| config::load(source, &context));
+    let file = match loaded {
+        Ok(file) => file,
+        Err(invalid) => {
+            printer.message(&render_problems(
+                &invalid.source,
+                &invalid.problems,
+                printer.color(),
+            ))?;
+            return Ok(ExitStatus::Invalid);
+        }
+    };
+    let Some(located) = file.jobs.first() else {
+        return Ok(ExitStatus::Invalid);
+    };
+    let job = &located.job;
+    if taken(&live.snapshot.live, &job.name) {
+        return Err(Error::JobExists {
+            name: job.name.clone(),
+        });
+    }
+    let rendered = render::objects(job, &live.context)?;
+    let client = &live.connection.client;
+    let namespace = &live.namespace;
+    let file_log = rendered
+        .canonical
+        .filelog_stderr
+        .clone()
+        .map(std::path::PathBuf::from);
+    let awaited = match rendered.workload {
+        Workload::Job(object) => {
+            let created = create(client, namespace, object).await?;
+            Some(Awaited::Job(JobTarget {
+                job: job.name.clone(),
+                namespace: namespace.clone(),
+                name: job.name.clone(),
+                uid: created.metadata.uid.unwrap_or_default(),
+                file_log,
+            }))
+        }
+        Workload::CronJob(object) => {
+            create(client, namespace, object).await?;
+            None
+        }
+        Workload::Deployment(object) => {
+            let created = create(client, namespace, object).await?;
+            Some(Awaited::Deployment(DeploymentTarget {
+                job: job.name.clone(),
+                namespace: namespace.clone(),
+                name: job.name.clone(),
+                uid: created.metadata.uid.unwrap_or_default(),
+                generation: created.metadata.generation.unwrap_or(0),
+                file_log,
+            }))
+        }
+    };
+    if let Some(service) = rendered.service {
+        create(client, namespace, service).await?;
+    }
+    printer.message(&format!("Created job '{}'.\n", job.name))?;
+    match (args.wait, awaited) {
+        (Some(timeout), Some(awaited)) => {
+            let deadline = tokio::time::Instant::now() + timeout;
+            await_one(client, &awaited, deadline, timeout, printer).await
+        }
+        (Some(_), None) => {
+            printer.message(
+                "A scheduled job runs on its schedule: there is nothing to wait for now.\n",
+            )?;
+            Ok(ExitStatus::Success)
+        }
+        (None, _) => Ok(ExitStatus::Success),
+    }
+}
+
+/// Whether any object the job would create has its name already (ours or not).
+fn taken(live: &crate::plan::LiveState, name: &str) -> bool {
+    let named = |metadata: &ObjectMeta| metadata.name.as_deref() == Some(name);
+    live.jobs.iter().any(|object| named(&object.metadata))
+        || live.cron_jobs.iter().any(|object| named(&object.metadata))
+        || live
+            .deployments
+            .iter()
+            .any(|object| named(&object.metadata))
+        || live.services.iter().any(|object| named(&object.metadata))
+}
+
+/// Objects `run` creates carry no inventory membership.
+trait Unlabelled {
+    fn metadata_mut(&mut self) -> &mut ObjectMeta;
+}
+
+macro_rules! unlabelled {
+    ($($kind:ty),*) => {
+        $(impl Unlabelled for $kind {
+            fn metadata_mut(&mut self) -> &mut ObjectMeta {
+                &mut self.metadata
+            }
+        })*
+    };
+}
+unlabelled!(KubeJob, CronJob, Deployment, Service);
+
+/// Creates `object` without our inventory labels.
+async fn create<K>(client: &kube::Client, namespace: &str, mut object: K) -> Result<K, Error>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + k8s_openapi::Resource
+        + Unlabelled
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let metadata = object.metadata_mut();
+    if let Some(labels) = metadata.labels.as_mut() {
+        labels.remove(labels::INVENTORY);
+        labels.remove(labels::APPLYSET_PART_OF);
+    }
+    let name = metadata.name.clone().unwrap_or_default();
+    let params = PostParams {
+        dry_run: false,
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+    };
+    Api::namespaced(client.clone(), namespace)
+        .create(&params, &object)
+        .await
+        .map_err(|source| Error::Create {
+            kind: <K as k8s_openapi::Resource>::KIND,
+            name,
+            source,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    #[test]
+    fn flags_become_a_quoted_jobs_yaml_entry() {
+        let command = Command::parse_from([
+            "run",
+            "bot",
+            "--command",
+            "./bot.py --name \"x\"",
+            "--image",
+            "python3.11",
+            "--continuous",
+            "--port",
+            "8000",
+            "--replicas",
+            "2",
+            "--no-filelog",
+        ]);
+        assert_eq!(
+            command.run.yaml(),
+            "- name: \"bot\"\n  command: \"./bot.py --name \\\"x\\\"\"\n  image: \"python3.11\"\n  replicas: 2\n  \
+             port: 8000\n  continuous: true\n  no-filelog: true\n"
+        );
+    }
+}

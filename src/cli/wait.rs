@@ -1,0 +1,220 @@
+//! `toolforge-jobs wait NAME [--timeout DURATION] [--next]`: wait for a job's current run, and the waiting
+//! `run --wait` shares with it.
+//!
+//! A one-off's Job and a scheduled job's latest run are awaited by UID until they complete or fail; a continuous
+//! job's Deployment until it has rolled out its current generation (src/wait). With `--next` a scheduled job's
+//! next run is awaited instead: a watch on the namespace's Jobs (opened after the runs that exist were listed)
+//! waits for a new Job owned by the CronJob, which is then awaited by UID. Progress goes to stderr, one line
+//! per change; the end is upstream's "job 'NAME' completed" or the failure report. Exit codes (SPEC §7): 0 success,
+//! 4 failed, 5 timed out.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use futures::TryStreamExt as _;
+use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::Api;
+use kube::runtime::{WatchStreamExt as _, watcher};
+
+use crate::cli::apply::parse_duration;
+use crate::cli::live_jobs::{self, Live, LiveJob};
+use crate::cli::{Error, GlobalArgs};
+use crate::output::{ExitStatus, Printer};
+use crate::render::LiveObject;
+use crate::wait::{self, DeploymentTarget, JobTarget, Outcome};
+
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    /// The job's name
+    pub name: String,
+
+    /// Give up after DURATION (`600`, `90s`, `10m`)
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// A scheduled job: wait for its next run (one that starts after this command) instead of the latest one
+    #[arg(long)]
+    pub next: bool,
+}
+
+/// What to wait for.
+pub(crate) enum Awaited {
+    Job(JobTarget),
+    Deployment(DeploymentTarget),
+}
+
+pub(crate) async fn run(
+    global: &GlobalArgs,
+    args: &WaitArgs,
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
+    let live = live_jobs::read(global).await?;
+    let job = live.job(&args.name)?;
+    let deadline = tokio::time::Instant::now() + args.timeout;
+    let awaited = match &job.workload {
+        LiveObject::CronJob(cron_job) if args.next => {
+            printer.message(&format!("job '{}': waiting for its next run\n", args.name))?;
+            let Some(run) = next_run(&live, cron_job, deadline).await? else {
+                printer.message(&format!(
+                    "timed out {} seconds waiting for the next run of job '{}'\n",
+                    args.timeout.as_secs(),
+                    args.name
+                ))?;
+                return Ok(ExitStatus::TimedOut);
+            };
+            job_target(&job, &live.namespace, &run.metadata)
+        }
+        _ if args.next => {
+            return Err(Error::NotScheduled {
+                name: args.name.clone(),
+            });
+        }
+        LiveObject::Job(object) => job_target(&job, &live.namespace, &object.metadata),
+        LiveObject::CronJob(cron_job) => {
+            let uid = cron_job.metadata.uid.as_deref().unwrap_or_default();
+            let latest = live
+                .snapshot
+                .live
+                .jobs
+                .iter()
+                .filter(|run| {
+                    run.metadata
+                        .owner_references
+                        .iter()
+                        .flatten()
+                        .any(|owner| owner.uid == uid)
+                })
+                .max_by_key(|run: &&KubeJob| run.metadata.creation_timestamp.clone());
+            let Some(latest) = latest else {
+                return Err(Error::NotRunYet {
+                    name: args.name.clone(),
+                });
+            };
+            job_target(&job, &live.namespace, &latest.metadata)
+        }
+        LiveObject::Deployment(deployment) => Awaited::Deployment(DeploymentTarget {
+            job: job.name().to_owned(),
+            namespace: live.namespace.clone(),
+            name: job.name().to_owned(),
+            uid: deployment.metadata.uid.clone().unwrap_or_default(),
+            generation: deployment.metadata.generation.unwrap_or(0),
+            file_log: file_log(&job),
+        }),
+    };
+    await_one(
+        &live.connection.client,
+        &awaited,
+        deadline,
+        args.timeout,
+        printer,
+    )
+    .await
+}
+
+/// The first Job owned by `cron_job` that was not among the listed ones; `None` when `deadline` passes first.
+async fn next_run(
+    live: &Live,
+    cron_job: &CronJob,
+    deadline: tokio::time::Instant,
+) -> Result<Option<KubeJob>, Error> {
+    let uid = cron_job.metadata.uid.clone().unwrap_or_default();
+    let known: Vec<&str> = live
+        .snapshot
+        .live
+        .jobs
+        .iter()
+        .filter_map(|job| job.metadata.uid.as_deref())
+        .collect();
+    let api: Api<KubeJob> = Api::namespaced(live.connection.client.clone(), &live.namespace);
+    let runs = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .applied_objects()
+        .try_filter(|job| {
+            let new = job
+                .metadata
+                .uid
+                .as_deref()
+                .is_some_and(|run| !known.contains(&run));
+            let owned = job
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|owner| owner.uid == uid);
+            futures::future::ready(new && owned)
+        });
+    let mut runs = std::pin::pin!(runs);
+    match tokio::time::timeout_at(deadline, runs.try_next()).await {
+        Ok(Ok(run)) => Ok(run),
+        Ok(Err(source)) => Err(Error::Wait(wait::WaitError::Watch {
+            resource: "jobs",
+            namespace: live.namespace.clone(),
+            source,
+        })),
+        Err(_) => Ok(None),
+    }
+}
+
+fn job_target(job: &LiveJob, namespace: &str, metadata: &ObjectMeta) -> Awaited {
+    Awaited::Job(JobTarget {
+        job: job.name().to_owned(),
+        namespace: namespace.to_owned(),
+        name: metadata.name.clone().unwrap_or_default(),
+        uid: metadata.uid.clone().unwrap_or_default(),
+        file_log: file_log(job),
+    })
+}
+
+/// Where the job's errors go when it logs to files.
+pub(crate) fn file_log(job: &LiveJob) -> Option<PathBuf> {
+    job.read_back.job.filelog_stderr.clone().map(PathBuf::from)
+}
+
+/// Waits for `awaited` until `deadline` (which is `timeout` after the command began, for the message), printing
+/// progress and the end; the exit status of SPEC §7.
+pub(crate) async fn await_one(
+    client: &kube::Client,
+    awaited: &Awaited,
+    deadline: tokio::time::Instant,
+    timeout: Duration,
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
+    let (name, what) = match awaited {
+        Awaited::Job(target) => (&target.job, "complete"),
+        Awaited::Deployment(target) => (&target.job, "roll out"),
+    };
+    let mut progress = |progress: &wait::Progress| {
+        // Progress is a courtesy: a closed stderr must not stop the wait.
+        let _ = printer.message(&format!("job '{name}': {progress}\n"));
+    };
+    let outcome = match awaited {
+        Awaited::Job(target) => {
+            Box::pin(wait::job(client, target, deadline, &mut progress)).await?
+        }
+        Awaited::Deployment(target) => {
+            Box::pin(wait::deployment(client, target, deadline, &mut progress)).await?
+        }
+    };
+    let (message, status) = match outcome {
+        Outcome::Succeeded => (format!("job '{name}' completed\n"), ExitStatus::Success),
+        Outcome::CleanedUp => (
+            format!("job '{name}' completed (and already deleted)\n"),
+            ExitStatus::Success,
+        ),
+        Outcome::Failed(report) => (
+            format!("job '{name}' failed:\n{report}\n"),
+            ExitStatus::JobFailed,
+        ),
+        Outcome::TimedOut(last) => (
+            format!(
+                "timed out {} seconds waiting for job '{name}' to {what}; last: {last}\n",
+                timeout.as_secs()
+            ),
+            ExitStatus::TimedOut,
+        ),
+    };
+    printer.message(&message)?;
+    Ok(status)
+}

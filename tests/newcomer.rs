@@ -1,6 +1,6 @@
 //! The newcomer path (SPEC §10): no kubeconfig anywhere, so `apply` starts the embedded local cluster in the
-//! background, the jobs really run as local processes in the directory of jobs.yaml, and `local-cluster stop`
-//! stops it. Runs the binary with an empty temporary `$HOME`.
+//! background, the jobs really run as local processes in the directory of jobs.yaml, `list`, `logs` and `flush`
+//! work on them, and `local-cluster stop` stops it. Runs the binary with an empty temporary `$HOME`.
 
 #![allow(clippy::unwrap_used, reason = "a failing unwrap is a failing test")]
 
@@ -69,10 +69,33 @@ fn without_a_kubeconfig_jobs_run_on_the_embedded_cluster_until_it_is_stopped() {
     assert_eq!(diff.status.code(), Some(0), "{}", text(&diff));
     assert!(String::from_utf8_lossy(&diff.stderr).contains("already running"));
 
+    // The upstream commands see the same cluster: the jobs are listed, their logs read, and flushed.
+    let list = toolforge_jobs(home.path(), project.path(), &["list"]);
+    assert_eq!(list.status.code(), Some(0), "{}", text(&list));
+    let listed = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        listed.contains("hello") && listed.contains("ticker"),
+        "{}",
+        text(&list)
+    );
+    let logs = toolforge_jobs(home.path(), project.path(), &["logs", "hello"]);
+    assert_eq!(logs.status.code(), Some(0), "{}", text(&logs));
+    assert!(
+        String::from_utf8_lossy(&logs.stdout).contains("hello from"),
+        "{}",
+        text(&logs)
+    );
+    let flush = toolforge_jobs(home.path(), project.path(), &["flush"]);
+    assert_eq!(flush.status.code(), Some(0), "{}", text(&flush));
+    let after = toolforge_jobs(home.path(), project.path(), &["list", "-o", "json"]);
+    assert_eq!(after.status.code(), Some(0), "{}", text(&after));
+    let jobs: serde_json::Value = serde_json::from_slice(&after.stdout).unwrap();
+    assert_eq!(jobs.as_array().map(Vec::len), Some(0), "{}", text(&after));
+
     let stop = toolforge_jobs(home.path(), project.path(), &["local-cluster", "stop"]);
     assert_eq!(stop.status.code(), Some(0), "{}", text(&stop));
     assert!(String::from_utf8_lossy(&stop.stderr).contains("stopped the local cluster"));
-    // Its processes are gone with it: the ticker stops growing its log.
+    // Its processes are gone: the ticker stops growing its log.
     std::thread::sleep(Duration::from_millis(300));
     let size = std::fs::metadata(&ticks).unwrap().len();
     std::thread::sleep(Duration::from_millis(1500));

@@ -19,3 +19,4 @@ pub mod output;
 pub mod plan;
 pub mod render;
 pub mod wait;
+pub mod watch;

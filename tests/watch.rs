@@ -198,6 +198,10 @@ async fn drift_is_repaired_but_a_one_off_deleted_by_hand_does_not_run_again() {
     })
     .await;
     cluster.watches_open().await;
+    eventually(TIMEOUT, "the one-off's outcome is recorded", || async {
+        inventory(&cluster).await["jobs"]["migrate"]["runs"][0]["outcome"] == "succeeded"
+    })
+    .await;
 
     // A continuous job deleted by hand comes back.
     let bot = uid(&cluster, "bot").await;

@@ -31,7 +31,7 @@ use crate::config::diagnostic::render as render_problems;
 use crate::config::image::ImageTable;
 use crate::output::{ExitStatus, Printer};
 use crate::render::context::DEFAULT_SET_NAME;
-use crate::render::inventory::{DaemonStatus, Reconcile, ReconcileResult};
+use crate::render::inventory::{DaemonStatus, Outcome, Reconcile, ReconcileResult};
 use crate::watch::{self, Reconciler, Settings, Trigger, Verdict, restrict_prunes};
 
 #[derive(Debug, Args)]
@@ -223,6 +223,29 @@ impl Reconciler for Daemon {
         self.write_status(attempt.stored.map(|stored| *stored))
             .await;
         verdict
+    }
+
+    async fn finished(&mut self, job: &str, uid: &str, outcome: Outcome) {
+        tracing::info!(job, outcome = outcome.name(), "one-off finished");
+        let at = jiff::Timestamp::now();
+        let mut store = self.inventory_store(None);
+        let recorded = store
+            .update(|inventory| {
+                if let Some(run) = inventory
+                    .jobs
+                    .get_mut(job)
+                    .and_then(|record| record.runs.last_mut())
+                    && run.job_uid.as_deref() == Some(uid)
+                    && run.outcome == Outcome::Unknown
+                {
+                    run.outcome = outcome;
+                    run.finished = Some(at);
+                }
+            })
+            .await;
+        if let Err(error) = recorded {
+            tracing::warn!(job, error = %one_line(&error), "cannot record how the one-off ended");
+        }
     }
 
     fn trigger_patterns(&self) -> Vec<String> {
@@ -457,13 +480,18 @@ impl Daemon {
     }
 
     /// Records the status in the inventory (optimistic concurrency: a stale read costs one more round trip).
-    async fn write_status(&self, stored: Option<StoredInventory>) {
-        let mut store = InventoryStore::new(
+    /// The inventory, from `stored` as read (`None`: read on the first conflict).
+    fn inventory_store(&self, stored: Option<StoredInventory>) -> InventoryStore {
+        InventoryStore::new(
             &self.connection.client,
             &format!("tool-{}", self.source.tool),
             &self.plan_args.set_name,
             stored,
-        );
+        )
+    }
+
+    async fn write_status(&self, stored: Option<StoredInventory>) {
+        let mut store = self.inventory_store(stored);
         let status = &self.status;
         if let Err(error) = store
             .update(|inventory| inventory.daemon = Some(status.clone()))

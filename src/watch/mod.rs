@@ -9,7 +9,7 @@
 //! once the reconcile in flight has finished its writes.
 //!
 //! - `files`: the jobs file's directory, watched with notify, filtered to the files that matter;
-//! - `drift`: watches of our labelled objects, reduced to "something we own changed";
+//! - `drift`: watches of our labelled objects, reduced to "something we own changed" and "a one-off finished";
 //! - `prune`: the daemon's pruning rule (only what the file dropped while watched);
 //! - `logging`: human or JSON log lines.
 
@@ -29,6 +29,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::cluster::retry::backoff_between;
+use crate::render::inventory::Outcome;
 
 pub use prune::restrict_prunes;
 
@@ -81,6 +82,9 @@ pub trait Reconciler {
         trigger: Trigger,
         stop: watch::Receiver<bool>,
     ) -> impl Future<Output = Verdict>;
+
+    /// Records that the Job `uid` of one-off `job` finished with `outcome` (if it is the job's last run).
+    fn finished(&mut self, job: &str, uid: &str, outcome: Outcome) -> impl Future<Output = ()>;
 
     /// The `trigger-files` patterns of the file last loaded, relative to its directory: changes to matching
     /// files set off a reconcile too.
@@ -141,10 +145,15 @@ pub async fn run<R: Reconciler>(
                 tracing::debug!(path = %path.display(), "file changed");
                 schedule.file_changed();
             }
-            Some(what) = drift.next() => {
-                tracing::info!(%what, "drift: reconciling");
-                schedule.drifted();
-            }
+            Some(change) = drift.next() => match change {
+                drift::Change::Drift(what) => {
+                    tracing::info!(%what, "drift: reconciling");
+                    schedule.drifted();
+                }
+                drift::Change::Finished { job, uid, outcome } => {
+                    reconciler.finished(&job, &uid, outcome).await;
+                }
+            },
             () = tokio::time::sleep_until(due) => {
                 let verdict = {
                     let (stop, stopped) = watch::channel(false);

@@ -187,6 +187,27 @@ async fn an_invalid_or_half_written_file_changes_nothing_until_it_is_fixed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_cut_between_two_jobs_for_a_moment_prunes_nothing() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(WITH_WEB);
+    let daemon = cluster.spawn_watch(&[]);
+    eventually(TIMEOUT, "the jobs are created", || exists(&cluster, "web")).await;
+    let web = uid(&cluster, "web").await;
+
+    // A writer stops after `nightly` for longer than the debounce time (100 ms), then writes the rest: the cut
+    // file is valid and drops `web`, but it changes again before its delete may run.
+    cluster.write_jobs(JOBS);
+    tokio::time::sleep(Duration::from_millis(170)).await;
+    cluster.write_jobs(WITH_WEB);
+    daemon
+        .wait_for_log("the jobs file changed again: its deletes wait", 1)
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(uid(&cluster, "web").await, web, "{}", daemon.log());
+    assert!(!daemon.log().contains("delete:"), "{}", daemon.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drift_is_repaired_but_a_one_off_deleted_by_hand_does_not_run_again() {
     let cluster = Cluster::start().await;
     cluster.write_jobs(&format!(

@@ -207,7 +207,8 @@ impl Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
             Error::NoJobsFile { .. } | Error::NoTool | Error::Render(_) => ExitStatus::Invalid,
-            Error::Lock(crate::cluster::lock::LockError::Held { .. }) => ExitStatus::LockHeld,
+            Error::Lock(crate::cluster::lock::LockError::Held { .. })
+            | Error::Watch(crate::watch::WatchError::LockLost) => ExitStatus::LockHeld,
             Error::ReadFile { .. }
             | Error::Output(_)
             | Error::LocalCluster(_)

@@ -7,7 +7,8 @@
 //! jobs dropped from the file while the daemon watched are pruned ([`restrict_prunes`]); API errors are retried
 //! with back-off instead of ending the command. Every reconcile is recorded in the inventory for `status`.
 //!
-//! Exit codes: 0 after SIGTERM or SIGINT, 6 when another apply or daemon holds the lock, 1 when it cannot start.
+//! Exit codes: 0 after SIGTERM or SIGINT, 6 when another apply or daemon holds the lock (or took it over), 1 when
+//! it cannot start.
 
 use std::collections::BTreeSet;
 use std::io::IsTerminal as _;
@@ -30,6 +31,7 @@ use crate::config::JobsFile;
 use crate::config::diagnostic::render as render_problems;
 use crate::config::image::ImageTable;
 use crate::output::{ExitStatus, Printer};
+use crate::plan::Action;
 use crate::render::context::DEFAULT_SET_NAME;
 use crate::render::inventory::{DaemonStatus, Outcome, Reconcile, ReconcileResult};
 use crate::watch::{self, Reconciler, Settings, Trigger, Verdict, restrict_prunes};
@@ -121,9 +123,9 @@ pub(crate) async fn run(
         grace: GRACE,
     };
     let client = connection.client.clone();
-    let mut daemon = Daemon::new(connection, source, args, identity, printer);
+    let mut daemon = Daemon::new(connection, source, args, identity, lock, printer);
     let result = watch::run(&settings, &client, &namespace, &mut daemon).await;
-    daemon.stopped().await;
+    let lock = daemon.stopped().await;
     if let Err(error) = lock.release().await {
         tracing::warn!(%error, "cannot release the lock; it expires by itself");
     } else {
@@ -157,10 +159,13 @@ async fn take_lock(
 /// The reconciler: `apply`'s pipeline, with the daemon's rules for invalid files and pruning.
 struct Daemon {
     connection: Connection,
+    /// Held from start to stop.
+    lock: Lock,
     source: Source,
     plan_args: PlanArgs,
     printer: Printer,
     concurrency: usize,
+    debounce: Duration,
     /// The content of the last valid file: what drift repair and resyncs apply.
     last_good: Option<Vec<u8>>,
     /// The file content whose warnings were logged (they are logged once, not at every reconcile).
@@ -199,6 +204,9 @@ impl Attempt {
 impl Reconciler for Daemon {
     async fn reconcile(&mut self, trigger: Trigger, stop: channel::Receiver<bool>) -> Verdict {
         tracing::debug!(trigger = trigger.name(), "reconciling");
+        if self.lock.is_lost() {
+            return Verdict::LockLost;
+        }
         let attempt = self.attempt(trigger, stop).await;
         let verdict = if attempt.result == ReconcileResult::Failed {
             Verdict::Retry
@@ -259,10 +267,12 @@ impl Daemon {
         source: Source,
         args: &WatchArgs,
         identity: String,
+        lock: Lock,
         printer: Printer,
     ) -> Self {
         Self {
             connection,
+            lock,
             source,
             plan_args: PlanArgs {
                 jobs: Vec::new(),
@@ -276,6 +286,7 @@ impl Daemon {
             },
             printer,
             concurrency: usize::from(args.concurrency),
+            debounce: args.debounce,
             last_good: None,
             warned: None,
             patterns: Vec::new(),
@@ -323,6 +334,21 @@ impl Daemon {
             Err(error) => return failed(&error),
         };
         self.restrict_prunes(&mut planned, &names);
+        let deletes = planned
+            .plan
+            .actions
+            .iter()
+            .any(|action| action.action == Action::Delete);
+        if deletes
+            && matches!(trigger, Trigger::File | Trigger::Start)
+            && !self.settled(&bytes).await
+        {
+            tracing::info!("the jobs file changed again: its deletes wait until it stops changing");
+            return Attempt::new(
+                ReconcileResult::Unchanged,
+                "the jobs file is still changing; nothing was deleted",
+            );
+        }
         let stored = planned.snapshot.inventory.clone();
         self.carry_out(&planned, trigger, names, stop)
             .await
@@ -378,6 +404,14 @@ impl Daemon {
             .collect();
         self.last_good = Some(bytes.clone());
         Ok((bytes, file))
+    }
+
+    /// Whether the file still holds `bytes` after another debounce time: a delete is carried out only when the
+    /// file that asks for it has stopped changing (a writer that paused longer than the debounce time in the
+    /// middle of a file could otherwise prune the jobs after the pause).
+    async fn settled(&self, bytes: &[u8]) -> bool {
+        tokio::time::sleep(self.debounce).await;
+        jobs_file::read(&self.source.path).is_ok_and(|now| now == bytes)
     }
 
     /// Leaves alone the deletes of jobs the file did not drop while a daemon watched (see `restrict_prunes`).
@@ -501,10 +535,11 @@ impl Daemon {
         }
     }
 
-    /// Records that the daemon stopped.
-    async fn stopped(&mut self) {
+    /// Records that the daemon stopped; the lock, to release.
+    async fn stopped(mut self) -> Lock {
         self.status.stopped = Some(jiff::Timestamp::now());
         self.write_status(None).await;
+        self.lock
     }
 }
 
@@ -523,7 +558,7 @@ fn cannot_apply(plan: &crate::plan::Plan) -> String {
         .actions
         .iter()
         .filter(|action| {
-            action.action == crate::plan::Action::Conflict
+            action.action == Action::Conflict
                 || !action.errors.is_empty()
                 || action.dry_run.is_some()
         })

@@ -71,6 +71,8 @@ pub enum Verdict {
     Done,
     /// Failed in a way time may fix (the API): try again after a back-off.
     Retry,
+    /// Somebody else holds the lock now: stop.
+    LockLost,
 }
 
 /// What the loop drives: one reconcile at a time.
@@ -119,6 +121,10 @@ pub enum WatchError {
     },
     #[error("cannot listen for signals")]
     Signals(#[source] std::io::Error),
+    #[error(
+        "the lock was taken over by somebody else (renewing it failed for longer than it lasts); stopping"
+    )]
+    LockLost,
 }
 
 /// Runs `reconciler` until SIGTERM or SIGINT (see the module documentation).
@@ -170,6 +176,9 @@ pub async fn run<R: Reconciler>(
                         }
                     }
                 };
+                if verdict == Verdict::LockLost {
+                    return Err(WatchError::LockLost);
+                }
                 schedule.reconciled(verdict);
                 files.set_patterns(&reconciler.trigger_patterns());
             }
@@ -240,7 +249,7 @@ impl Schedule {
         let now = Instant::now();
         self.next_resync = now + self.resync;
         match verdict {
-            Verdict::Done => {
+            Verdict::Done | Verdict::LockLost => {
                 self.failures = 0;
                 // Events are taken in between reconciles: what was pending is what just ran.
                 self.pending = None;

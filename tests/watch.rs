@@ -133,6 +133,21 @@ async fn file_edits_in_place_and_by_rename_are_applied() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polling_the_file_sees_edits_too() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(JOBS);
+    let _daemon = cluster.spawn_watch(&["--poll", "100ms"]);
+    eventually(TIMEOUT, "`bot` is created", || exists(&cluster, "bot")).await;
+    cluster.write_jobs(WITH_WEB);
+    eventually(TIMEOUT, "`web` is created", || exists(&cluster, "web")).await;
+    save_by_rename(&cluster, JOBS);
+    eventually(TIMEOUT, "`web` is pruned", || async {
+        !exists(&cluster, "web").await
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invalid_or_half_written_file_changes_nothing_until_it_is_fixed() {
     let cluster = Cluster::start().await;
     cluster.write_jobs(WITH_WEB);
@@ -368,4 +383,79 @@ async fn an_idle_daemon_makes_no_requests() {
     cluster.write_jobs(WITH_WEB);
     eventually(TIMEOUT, "`web` is created", || exists(&cluster, "web")).await;
     eprintln!("save to first write: {:?}", saved.elapsed());
+}
+
+/// The numbers of docs/watch.md, for 300 jobs: resident memory, CPU and API requests over a minute of idling, and
+/// the time from saving the file to the first write with the default debounce. Run by hand:
+/// `cargo test --test watch -- --ignored --nocapture measure`, with `TOOLFORGE_JOBS_BIN=target/release/toolforge-jobs`
+/// to measure a release build.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "idles for a minute; run by hand for the measurements"]
+async fn measure_a_daemon_with_300_jobs() {
+    let cluster = Cluster::start().await;
+    let job = |name: String| {
+        format!("- name: {name}\n  command: ./run.sh\n  image: bookworm\n  continuous: true\n")
+    };
+    let mut file: String = (0..300).map(|i| job(format!("job{i}"))).collect();
+    cluster.write_jobs(&file);
+    let daemon = cluster.spawn_watch(&["--debounce", "300ms"]);
+    let started = Instant::now();
+    while daemon.count("300 of 300 jobs changed") == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "the 300 jobs were not created:\n{}",
+            daemon.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    cluster.watches_open().await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+
+    let ticks = || {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", daemon.pid())).unwrap();
+        let fields: Vec<u64> = stat
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .filter_map(|field| field.parse().ok())
+            .collect();
+        // utime and stime, fields 14 and 15 of the whole line.
+        fields[10] + fields[11]
+    };
+    cluster.local.reset_request_counts();
+    let before = ticks();
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    // Clock ticks of 10 ms per second: percent of one core.
+    let idle_cpu = f64::from(u32::try_from(ticks() - before).unwrap()) / 60.0;
+    let idle_requests = cluster.local.request_counts();
+    let status = std::fs::read_to_string(format!("/proc/{}/status", daemon.pid())).unwrap();
+    let rss = status
+        .lines()
+        .find(|line| line.starts_with("VmRSS"))
+        .unwrap()
+        .to_owned();
+
+    let mut latencies = Vec::new();
+    for round in 0..5 {
+        file.push_str(&job(format!("extra{round}")));
+        let saved = jiff::Timestamp::now();
+        cluster.write_jobs(&file);
+        let created = format!("created Deployment `extra{round}`");
+        daemon.wait_for_log(&created, 1).await;
+        let line = daemon
+            .log()
+            .lines()
+            .find(|line| line.contains(&created))
+            .unwrap()
+            .to_owned();
+        let logged: Value = serde_json::from_str(&line).unwrap();
+        let at: jiff::Timestamp = logged["timestamp"].as_str().unwrap().parse().unwrap();
+        latencies.push(at.duration_since(saved).as_millis_f64());
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    eprintln!("{rss}");
+    eprintln!("idle CPU over 60 s: {idle_cpu:.3} % of one core");
+    eprintln!("API requests while idle for 60 s: {idle_requests:?}");
+    eprintln!("save to first write (debounce 300 ms): {latencies:?} ms");
 }

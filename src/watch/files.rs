@@ -8,20 +8,23 @@
 //! subdirectories are picked up by the periodic resync.
 //!
 //! Where notifications do not work — NFS, where the file is written on another machine, as on Toolforge — the
-//! file itself is polled instead (`--poll`): a stat per interval, no API request.
+//! file itself is read once per interval instead (`--poll`), by path, and compared with what it held; no API
+//! request.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use notify::event::{AccessKind, AccessMode, ModifyKind};
-use notify::{Event, EventKind, PollWatcher, RecommendedWatcher, RecursiveMode, Watcher};
+use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
 /// The changed paths that matter, as they happen.
 pub(super) struct FileEvents {
     receiver: mpsc::UnboundedReceiver<PathBuf>,
     /// Dropping it stops the watch.
-    _watcher: Box<dyn Watcher + Send>,
+    _watcher: Option<RecommendedWatcher>,
+    /// The task polling the file (`--poll`), stopped on drop.
+    poller: Option<tokio::task::JoinHandle<()>>,
     directory: PathBuf,
     file_name: Option<std::ffi::OsString>,
     patterns: Vec<glob::Pattern>,
@@ -35,29 +38,31 @@ impl FileEvents {
             .parent()
             .map_or_else(|| PathBuf::from("/"), Path::to_owned);
         let (sender, receiver) = mpsc::unbounded_channel();
+        let notified = sender.clone();
         let handler = move |result: notify::Result<Event>| match result {
             Ok(event) if is_change(event.kind) => {
                 for path in event.paths {
                     // The receiver is gone only when the daemon is ending.
-                    let _ = sender.send(path);
+                    let _ = notified.send(path);
                 }
             }
             Ok(_) => {}
             Err(error) => tracing::warn!(%error, "file watch error"),
         };
-        let watcher: Box<dyn Watcher + Send> = if let Some(interval) = poll {
-            let config = notify::Config::default().with_poll_interval(interval);
-            let mut watcher = PollWatcher::new(handler, config)?;
-            watcher.watch(&file, RecursiveMode::NonRecursive)?;
-            Box::new(watcher)
+        let (watcher, poller) = if let Some(interval) = poll {
+            (
+                None,
+                Some(tokio::spawn(poll_file(file.clone(), interval, sender))),
+            )
         } else {
             let mut watcher = RecommendedWatcher::new(handler, notify::Config::default())?;
             watcher.watch(&directory, RecursiveMode::NonRecursive)?;
-            Box::new(watcher)
+            (Some(watcher), None)
         };
         Ok(Self {
             receiver,
             _watcher: watcher,
+            poller,
             directory,
             file_name: file.file_name().map(ToOwned::to_owned),
             patterns: Vec::new(),
@@ -93,6 +98,39 @@ impl FileEvents {
         self.patterns
             .iter()
             .any(|pattern| pattern.matches_path(relative))
+    }
+}
+
+impl Drop for FileEvents {
+    fn drop(&mut self) {
+        if let Some(poller) = &self.poller {
+            poller.abort();
+        }
+    }
+}
+
+/// Reads `file` every `interval` and reports it when its content (or its absence) changed. By path, so a rename
+/// over it is seen like a write.
+async fn poll_file(file: PathBuf, interval: Duration, sender: mpsc::UnboundedSender<PathBuf>) {
+    // NFS reads can block: off the runtime's threads.
+    let read = |file: PathBuf| async move {
+        tokio::task::spawn_blocking(move || std::fs::read(file).ok())
+            .await
+            .ok()
+            .flatten()
+    };
+    let mut last = read(file.clone()).await;
+    let mut ticks = tokio::time::interval(interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let now = read(file.clone()).await;
+        if now != last {
+            last = now;
+            if sender.send(file.clone()).is_err() {
+                return;
+            }
+        }
     }
 }
 

@@ -149,20 +149,16 @@ pub struct Daemon {
 }
 
 impl Cluster {
-    /// Starts `toolforge-jobs watch ARGS` against the cluster with JSON logs, a short debounce and back-off.
+    /// Starts `toolforge-jobs watch ARGS` against the cluster with JSON logs, a short back-off and (unless ARGS
+    /// set one) a short debounce. `$TOOLFORGE_JOBS_BIN` names another binary (a release build, to measure it).
     pub fn spawn_watch(&self, args: &[&str]) -> Daemon {
         use std::io::BufRead as _;
-        let mut command = Command::new(env!("CARGO_BIN_EXE_toolforge-jobs"));
+        let binary = std::env::var_os("TOOLFORGE_JOBS_BIN")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_toolforge-jobs").into());
+        let mut command = Command::new(binary);
         command
             .arg("watch")
-            .args([
-                "--log-format",
-                "json",
-                "--debounce",
-                "100ms",
-                "--max-backoff",
-                "1s",
-            ])
+            .args(["--log-format", "json", "--max-backoff", "1s"])
             .args(args)
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
@@ -173,6 +169,9 @@ impl Cluster {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped());
+        if !args.contains(&"--debounce") {
+            command.args(["--debounce", "100ms"]);
+        }
         let mut child = command.spawn().expect("toolforge-jobs watch starts");
         let stderr = child.stderr.take().expect("stderr is piped");
         let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -203,6 +202,11 @@ impl Cluster {
 }
 
 impl Daemon {
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Every log line so far.
     pub fn log(&self) -> String {
         self.lines.lock().unwrap().join("\n")

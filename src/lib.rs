@@ -20,3 +20,4 @@ pub mod plan;
 pub mod render;
 pub mod status;
 pub mod wait;
+pub mod watch;

@@ -12,16 +12,13 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::apply::{Applied, Executor, Options, Progress};
+use crate::apply::{Applied, Executor, Progress};
 use crate::cli::planning::{PlanArgs, Planned, Prepared, prepare};
 use crate::cli::{Error, GlobalArgs, OutputFormat, diff};
 use crate::cluster::embedded;
-use crate::cluster::inventory::InventoryStore;
 use crate::cluster::lock::{self, Lock};
-use crate::config::JobKind;
 use crate::output::{ExitStatus, Printer, plan as plan_view, progress};
 use crate::plan::{Action, Plan};
-use crate::render::inventory::Inventory;
 use crate::wait;
 
 #[derive(Debug, Args)]
@@ -81,7 +78,7 @@ pub(crate) async fn run(
     };
     // Nothing to write needs no lock: a no-op apply costs what a `diff` does. Otherwise plan again under the
     // lock, so that nobody changes what the plan was made from.
-    let lock = if args.dry_run || !needs_writes(&planned.plan, &planned.snapshot.inventory()) {
+    let lock = if args.dry_run || !planned.needs_writes() {
         None
     } else {
         if planned.connection.embedded.is_some() {
@@ -125,15 +122,6 @@ pub(crate) async fn run(
     status
 }
 
-/// Whether carrying out `plan` writes anything: a change, or an unchanged job whose inventory record is missing
-/// (the inventory was deleted by hand; the objects still carry our labels).
-fn needs_writes(plan: &Plan, inventory: &Inventory) -> bool {
-    plan.has_changes()
-        || plan.actions.iter().any(|action| {
-            action.action == Action::Unchanged && !inventory.jobs.contains_key(&action.job)
-        })
-}
-
 async fn release(lock: Lock) {
     if let Err(error) = lock.release().await {
         tracing::warn!(%error, "cannot release the lock; it expires by itself");
@@ -156,7 +144,7 @@ async fn carry_out(
             other => other,
         });
     }
-    if !needs_writes(plan, &planned.snapshot.inventory()) {
+    if !planned.needs_writes() {
         return Ok(ExitStatus::Success);
     }
     let prunes: Vec<&str> = plan
@@ -174,7 +162,10 @@ async fn carry_out(
     }
 
     let reporter = progress::reporter(json, printer);
-    let executor = executor(planned, args, Arc::clone(&reporter) as Arc<dyn Progress>);
+    let executor = planned.executor(
+        Arc::clone(&reporter) as Arc<dyn Progress>,
+        usize::from(args.concurrency),
+    );
     let interrupted = executor.interrupt_flag();
     let watcher = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
@@ -223,44 +214,6 @@ async fn execute(
         status = wait_status(outcomes.values());
     }
     Ok((status, applied))
-}
-
-fn executor(planned: &Planned, args: &ApplyArgs, progress: Arc<dyn Progress>) -> Executor {
-    let rendered = planned
-        .desired
-        .iter()
-        .map(|(job, rendered)| (job.name.clone(), rendered.clone()))
-        .collect();
-    let barrier_timeouts = planned
-        .desired
-        .iter()
-        .filter_map(|(job, _)| match job.kind {
-            JobKind::OneOff {
-                wait: Some(seconds),
-                ..
-            } => Some((job.name.clone(), Duration::from_secs(seconds))),
-            _ => None,
-        })
-        .collect();
-    let inventory = InventoryStore::new(
-        &planned.connection.client,
-        &planned.namespace,
-        &planned.set_name,
-        planned.snapshot.inventory.clone(),
-    );
-    Executor::new(
-        planned.connection.client.clone(),
-        &planned.namespace,
-        planned.snapshot.live.clone(),
-        rendered,
-        inventory,
-        progress,
-        Options {
-            concurrency: usize::from(args.concurrency),
-            barrier_timeouts,
-            ..Options::default()
-        },
-    )
 }
 
 /// Exit 4 when a job failed, else 5 when one timed out, else 0 (SPEC §7).

@@ -25,6 +25,7 @@ mod status;
 mod table;
 mod validate;
 mod wait;
+mod watch;
 mod yaml_entry;
 
 use std::path::PathBuf;
@@ -124,6 +125,15 @@ pub enum Command {
     /// changes; 7: refused by a safety guard; 1: the plan cannot be applied (conflict, quota, limits).
     Diff(planning::PlanArgs),
 
+    /// Keep the cluster equal to the jobs file, as a daemon
+    ///
+    /// Takes the tool's lock for as long as it runs and applies the file (as `apply`) when it starts, when the
+    /// file changes, when one of the tool's jobs is changed or deleted in the cluster, and every `--resync`. An
+    /// invalid file is reported and ignored: the last valid one stays applied. Failed one-offs are not run
+    /// again, and only jobs dropped from the file while it watches are deleted. Stops on SIGTERM or SIGINT,
+    /// after the writes in flight, and releases the lock. See docs/watch.md.
+    Watch(watch::WatchArgs),
+
     /// Print the JSON Schema of jobs.yaml, for editors
     ///
     /// Add `# yaml-language-server: $schema=<path or URL of the schema>` to the top of jobs.yaml to have
@@ -205,11 +215,15 @@ pub enum Command {
 /// Runs a parsed command line.
 pub async fn run(cli: &Cli) -> ExitStatus {
     let printer = Printer::new(cli.global.no_color);
-    crate::output::logging::init(cli.global.verbose, printer.color());
+    // The daemon's log is its output: it sets up its own.
+    if !matches!(cli.command, Command::Watch(_)) {
+        crate::output::logging::init(cli.global.verbose, printer.color());
+    }
     let result = match &cli.command {
         Command::Validate => validate::run(&cli.global, printer),
         Command::Diff(args) => Box::pin(diff::run(&cli.global, args, printer)).await,
         Command::Apply(args) => Box::pin(apply::run(&cli.global, args, printer)).await,
+        Command::Watch(args) => Box::pin(watch::run(&cli.global, args, printer)).await,
         Command::Schema => schema::run(printer),
         Command::Completions { shell } => completions::run(*shell, printer),
         Command::LocalCluster(args) => local_cluster::run(args, printer).await,
@@ -326,6 +340,8 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+    #[error("the daemon stopped")]
+    Watch(#[from] crate::watch::WatchError),
 }
 
 impl From<crate::apply::ApplyError> for Error {
@@ -341,7 +357,8 @@ impl Error {
             | Error::NoTool
             | Error::Render(_)
             | Error::NotScheduled { .. } => ExitStatus::Invalid,
-            Error::Lock(crate::cluster::lock::LockError::Held { .. }) => ExitStatus::LockHeld,
+            Error::Lock(crate::cluster::lock::LockError::Held { .. })
+            | Error::Watch(crate::watch::WatchError::LockLost) => ExitStatus::LockHeld,
             Error::ReadFile { .. }
             | Error::Output(_)
             | Error::LocalCluster(_)
@@ -363,6 +380,7 @@ impl Error {
             | Error::Wait(_)
             | Error::WriteFile { .. }
             | Error::Restart { .. }
+            | Error::Watch(_)
             | Error::Lock(_) => ExitStatus::Failure,
         }
     }

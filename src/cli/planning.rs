@@ -2,16 +2,20 @@
 //! the file, connect, read the live state, render, plan, check the quota, and let the server dry-run the writes.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 
+use crate::apply::{Executor, Options, Progress};
 use crate::cli::{Error, GlobalArgs, connection, jobs_file, tool_name};
+use crate::cluster::inventory::InventoryStore;
 use crate::cluster::{self, Connection, ContextInputs, Passwd, Snapshot};
 use crate::config::diagnostic::render as render_problems;
 use crate::config::image::ImageTable;
-use crate::config::{self, Context, Job, JobsFile};
+use crate::config::{self, Context, Job, JobKind, JobsFile};
 use crate::output::Printer;
-use crate::plan::{self, Plan, PlanOptions};
+use crate::plan::{self, Action, Plan, PlanOptions};
 use crate::render::context::DEFAULT_SET_NAME;
 use crate::render::{self, Rendered, read_trigger_files};
 
@@ -107,11 +111,127 @@ impl Planned {
     }
 }
 
+impl Planned {
+    /// Whether carrying out the plan writes anything: a change, or an unchanged job whose inventory record is
+    /// missing (the inventory was deleted by hand; the objects still carry our labels).
+    pub(crate) fn needs_writes(&self) -> bool {
+        let inventory = self.snapshot.inventory();
+        self.plan.has_changes()
+            || self.plan.actions.iter().any(|action| {
+                action.action == Action::Unchanged && !inventory.jobs.contains_key(&action.job)
+            })
+    }
+
+    /// The executor that carries out this plan: the rendered objects, each `wait` one-off's timeout as its
+    /// barrier's, the inventory as read, progress to `progress`.
+    pub(crate) fn executor(&self, progress: Arc<dyn Progress>, concurrency: usize) -> Executor {
+        let rendered = self
+            .desired
+            .iter()
+            .map(|(job, rendered)| (job.name.clone(), rendered.clone()))
+            .collect();
+        let barrier_timeouts = self
+            .desired
+            .iter()
+            .filter_map(|(job, _)| match job.kind {
+                JobKind::OneOff {
+                    wait: Some(seconds),
+                    ..
+                } => Some((job.name.clone(), Duration::from_secs(seconds))),
+                _ => None,
+            })
+            .collect();
+        let inventory = InventoryStore::new(
+            &self.connection.client,
+            &self.namespace,
+            &self.set_name,
+            self.snapshot.inventory.clone(),
+        );
+        Executor::new(
+            self.connection.client.clone(),
+            &self.namespace,
+            self.snapshot.live.clone(),
+            rendered,
+            inventory,
+            progress,
+            Options {
+                concurrency,
+                barrier_timeouts,
+                ..Options::default()
+            },
+        )
+    }
+}
+
 /// How far `prepare` got.
 pub(crate) enum Prepared {
     Planned(Box<Planned>),
     /// The file is invalid; its problems were printed.
     Invalid,
+}
+
+/// Where the jobs come from: the file, the tool they belong to, and the directory the file's relative paths
+/// start from.
+#[derive(Debug, Clone)]
+pub(crate) struct Source {
+    pub(crate) path: PathBuf,
+    pub(crate) tool: String,
+    /// The file's directory, absolute.
+    pub(crate) directory: PathBuf,
+}
+
+impl Source {
+    /// The jobs file and tool the command line names.
+    pub(crate) fn locate(global: &GlobalArgs) -> Result<Self, Error> {
+        let path = jobs_file::locate(global)?;
+        let tool = tool_name(global).ok_or(Error::NoTool)?;
+        let directory = absolute(&jobs_file::directory_of(&path));
+        Ok(Self {
+            path,
+            tool,
+            directory,
+        })
+    }
+
+    /// Loads `bytes` (the file's content) with `images`. An invalid file gives every problem, rendered. With
+    /// `allow_empty` an empty list (`[]`) is a file without jobs.
+    pub(crate) fn load(
+        &self,
+        bytes: &[u8],
+        images: &ImageTable,
+        allow_empty: bool,
+        color: bool,
+    ) -> Result<JobsFile, String> {
+        let count_trigger_files =
+            |pattern: &str| jobs_file::count_matches(&self.directory, pattern);
+        let context = Context {
+            tool: &self.tool,
+            images,
+            count_trigger_files: Some(&count_trigger_files),
+        };
+        let loaded = config::decode(self.path.display().to_string(), bytes.to_vec())
+            .and_then(|source| config::load(source, &context));
+        match loaded {
+            Ok(file) => Ok(file),
+            Err(invalid)
+                if allow_empty
+                    && invalid.problems.iter().all(|problem| {
+                        !problem.is_error() || problem.code == config::EMPTY_LIST
+                    }) =>
+            {
+                Ok(JobsFile {
+                    source: invalid.source,
+                    jobs: Vec::new(),
+                    warnings: invalid
+                        .problems
+                        .into_iter()
+                        .filter(|problem| !problem.is_error())
+                        .collect(),
+                })
+            }
+            Err(invalid) => Err(render_problems(&invalid.source, &invalid.problems, color)),
+        }
+    }
 }
 
 /// From the jobs file to a plan (see the module documentation). Invalid files are reported before any
@@ -122,30 +242,47 @@ pub(crate) async fn prepare(
     server_dry_run: bool,
     printer: Printer,
 ) -> Result<Prepared, Error> {
-    let path = jobs_file::locate(global)?;
-    let bytes = jobs_file::read(&path)?;
-    let tool = tool_name(global).ok_or(Error::NoTool)?;
-    let directory = absolute(&jobs_file::directory_of(&path));
-
-    let bundled = ImageTable::bundled();
-    let load = |images: &ImageTable| {
-        load(
-            &path,
-            &bytes,
-            &tool,
-            images,
-            &directory,
-            args.allow_empty,
-            printer,
-        )
+    let source = Source::locate(global)?;
+    let bytes = jobs_file::read(&source.path)?;
+    let file = match source.load(
+        &bytes,
+        &ImageTable::bundled(),
+        args.allow_empty,
+        printer.color(),
+    ) {
+        Ok(file) => file,
+        Err(problems) => {
+            printer.message(&problems)?;
+            return Ok(Prepared::Invalid);
+        }
     };
-    let Some(file) = load(&bundled)? else {
-        return Ok(Prepared::Invalid);
-    };
-
     let connection = connection::connect(global).await?;
+    plan_loaded(
+        connection,
+        source,
+        &bytes,
+        file,
+        args,
+        server_dry_run,
+        printer,
+    )
+    .await
+}
+
+/// From a file loaded with the bundled image table to a plan, over an open connection: read the live state,
+/// validate again when the cluster has its own image table, render, plan, check the quota, dry-run. The `watch`
+/// daemon calls it for every reconcile with its one connection. The file's warnings are printed.
+pub(crate) async fn plan_loaded(
+    connection: Connection,
+    source: Source,
+    bytes: &[u8],
+    file: JobsFile,
+    args: &PlanArgs,
+    server_dry_run: bool,
+    printer: Printer,
+) -> Result<Prepared, Error> {
     // `--namespace` names the tool (`tool-<tool>`); the tool names the namespace.
-    let namespace = format!("tool-{tool}");
+    let namespace = format!("tool-{}", source.tool);
     // Nine requests in flight make a large future: keep it on the heap.
     let snapshot = Box::pin(cluster::read(
         &connection.client,
@@ -157,9 +294,12 @@ pub(crate) async fn prepare(
     // The cluster's image table decides; validate again only when it has its own.
     let file = if snapshot.image_config.is_some() {
         let images = cluster::context::image_table(&snapshot);
-        match load(&images)? {
-            Some(file) => file,
-            None => return Ok(Prepared::Invalid),
+        match source.load(bytes, &images, args.allow_empty, printer.color()) {
+            Ok(file) => file,
+            Err(problems) => {
+                printer.message(&problems)?;
+                return Ok(Prepared::Invalid);
+            }
         }
     } else {
         file
@@ -172,6 +312,9 @@ pub(crate) async fn prepare(
         ))?;
     }
 
+    let Source {
+        tool, directory, ..
+    } = source;
     let (desired, mut plan) = render_and_plan(&file, &snapshot, args, &tool, &directory)?;
     plan::quota::check(&mut plan, &snapshot.live, &snapshot.quotas);
     if server_dry_run && !args.no_server_dry_run {
@@ -232,55 +375,6 @@ fn render_and_plan(
         &args.options(),
     );
     Ok((desired, plan))
-}
-
-/// Loads the file with `images`; `None` (after printing every problem) when it is invalid. With `allow_empty`
-/// an empty list (`[]`) is a file without jobs.
-fn load(
-    path: &Path,
-    bytes: &[u8],
-    tool: &str,
-    images: &ImageTable,
-    directory: &Path,
-    allow_empty: bool,
-    printer: Printer,
-) -> Result<Option<JobsFile>, Error> {
-    let count_trigger_files = |pattern: &str| jobs_file::count_matches(directory, pattern);
-    let context = Context {
-        tool,
-        images,
-        count_trigger_files: Some(&count_trigger_files),
-    };
-    let loaded = config::decode(path.display().to_string(), bytes.to_vec())
-        .and_then(|source| config::load(source, &context));
-    match loaded {
-        Ok(file) => Ok(Some(file)),
-        Err(invalid)
-            if allow_empty
-                && invalid
-                    .problems
-                    .iter()
-                    .all(|problem| !problem.is_error() || problem.code == config::EMPTY_LIST) =>
-        {
-            Ok(Some(JobsFile {
-                source: invalid.source,
-                jobs: Vec::new(),
-                warnings: invalid
-                    .problems
-                    .into_iter()
-                    .filter(|problem| !problem.is_error())
-                    .collect(),
-            }))
-        }
-        Err(invalid) => {
-            printer.message(&render_problems(
-                &invalid.source,
-                &invalid.problems,
-                printer.color(),
-            ))?;
-            Ok(None)
-        }
-    }
 }
 
 /// `directory` made absolute (the local cluster's pods run there), as written when that fails.

@@ -149,6 +149,12 @@ pub async fn acquire(
 }
 
 impl Lock {
+    /// Whether somebody else took the lock over (our renewals failed for longer than its duration): the holder
+    /// of a lost lock must stop writing. The renewer ends early only then.
+    pub fn is_lost(&self) -> bool {
+        self.renewer.is_finished()
+    }
+
     /// Stops renewing and deletes the Lease if it is still as we last wrote it (a conflict means somebody took
     /// it over after it expired: theirs now).
     pub async fn release(self) -> Result<(), kube::Error> {

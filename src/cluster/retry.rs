@@ -40,9 +40,15 @@ where
 
 /// The delay before attempt `attempt + 1`: doubling from [`FIRST_DELAY`], capped, with ±50 % jitter.
 fn backoff(attempt: u32) -> Duration {
-    let base = FIRST_DELAY
-        .saturating_mul(1 << (attempt - 1).min(16))
-        .min(MAX_DELAY);
+    backoff_between(attempt, FIRST_DELAY, MAX_DELAY)
+}
+
+/// The delay after the `attempt`-th failure in a row (counting from 1): doubling from `first`, capped at `max`,
+/// with ±50 % jitter. The `watch` daemon uses it with its own bounds.
+pub(crate) fn backoff_between(attempt: u32, first: Duration, max: Duration) -> Duration {
+    let base = first
+        .saturating_mul(1 << attempt.saturating_sub(1).min(16))
+        .min(max);
     // A fresh RandomState is randomly seeded: enough randomness for jitter without a crate.
     let random = std::collections::hash_map::RandomState::new()
         .build_hasher()

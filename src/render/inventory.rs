@@ -42,6 +42,9 @@ pub fn applyset_id(set_name: &str, namespace: &str) -> String {
 pub struct Inventory {
     pub version: u32,
     pub jobs: BTreeMap<String, JobRecord>,
+    /// What the `watch` daemon of this set last did; absent until one ran (older records do not have it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon: Option<DaemonStatus>,
 }
 
 impl Default for Inventory {
@@ -49,7 +52,70 @@ impl Default for Inventory {
         Self {
             version: FORMAT_VERSION,
             jobs: BTreeMap::new(),
+            daemon: None,
         }
+    }
+}
+
+/// The `watch` daemon's record of itself, for `status`: who runs it, since when, what it last did and what last
+/// failed. Whether it still runs is the Lease's business (a crashed daemon cannot say it stopped).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DaemonStatus {
+    /// The daemon's identity, as in the Lease's holder: `watch by tools.mytool@host (pid 7)`.
+    pub holder: String,
+    #[serde(with = "timestamp")]
+    pub started: jiff::Timestamp,
+    /// When it exited cleanly (released the lock); absent while it runs.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "optional_timestamp"
+    )]
+    pub stopped: Option<jiff::Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_reconcile: Option<Reconcile>,
+    /// The last reconcile that did not succeed; kept after later successes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<Reconcile>,
+    /// The jobs of the last valid file it carried out: the only jobs it prunes once the file drops them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<String>,
+}
+
+/// One reconcile of the daemon.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Reconcile {
+    #[serde(with = "timestamp")]
+    pub at: jiff::Timestamp,
+    /// What set it off: `start`, `file`, `drift`, `resync` or `retry`.
+    pub trigger: String,
+    pub result: ReconcileResult,
+    /// For people: what was changed, or why it failed.
+    pub message: String,
+}
+
+/// How a reconcile ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReconcileResult {
+    /// Changes were carried out.
+    Applied,
+    /// Nothing to change.
+    Unchanged,
+    /// The file is invalid; the last valid one stays applied.
+    InvalidFile,
+    /// A safety guard refused the plan, or it cannot be applied (conflict, quota); nothing was changed.
+    Refused,
+    /// An API error; retried with back-off.
+    Failed,
+}
+
+impl ReconcileResult {
+    /// Whether the reconcile did what it should.
+    pub fn succeeded(self) -> bool {
+        matches!(self, Self::Applied | Self::Unchanged)
     }
 }
 
@@ -290,6 +356,34 @@ mod tests {
             applyset_id("other", "tool-mytool"),
             applyset_id("toolforge-jobs", "tool-mytool")
         );
+    }
+
+    #[test]
+    fn records_without_a_daemon_status_still_read_and_one_round_trips() {
+        let mut config_map = to_config_map(&Inventory::default(), "s", "tool-t");
+        config_map.data = Some(BTreeMap::from([(
+            DATA_KEY.to_owned(),
+            r#"{"version": 1, "jobs": {}}"#.to_owned(),
+        )]));
+        assert_eq!(from_config_map(&config_map).unwrap(), Inventory::default());
+
+        let mut inventory = sample();
+        let at: jiff::Timestamp = "2026-11-30T12:00:00Z".parse().unwrap();
+        inventory.daemon = Some(DaemonStatus {
+            holder: "watch by tools.mytool@host (pid 7)".to_owned(),
+            started: at,
+            stopped: None,
+            last_reconcile: Some(Reconcile {
+                at,
+                trigger: "file".to_owned(),
+                result: ReconcileResult::Applied,
+                message: "1 job changed".to_owned(),
+            }),
+            last_error: None,
+            jobs: vec!["bot".to_owned()],
+        });
+        let config_map = to_config_map(&inventory, "s", "tool-t");
+        assert_eq!(from_config_map(&config_map).unwrap(), inventory);
     }
 
     #[test]

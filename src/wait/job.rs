@@ -150,6 +150,14 @@ fn where_it_stands(job: &Job, live: &[&Pod]) -> (Phase, String) {
     )
 }
 
+/// How a Job ended, in the inventory's terms; `None` while it runs. The `watch` daemon records it.
+pub fn finished(job: &Job) -> Option<crate::render::inventory::Outcome> {
+    terminal(job).map(|terminal| match terminal {
+        Terminal::Succeeded => crate::render::inventory::Outcome::Succeeded,
+        Terminal::Failed(_) => crate::render::inventory::Outcome::Failed,
+    })
+}
+
 /// A Job's terminal state, from its conditions.
 enum Terminal {
     Succeeded,

@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use deployment::deployment;
-pub use job::job;
+pub use job::{finished, job};
 pub use report::{
     Cause, ContainerState, FailureReport, LogLocation, LogSource, LogTail, PodProblem, Termination,
     WarningEvent, Workload,

@@ -169,3 +169,145 @@ impl Run {
         })
     }
 }
+
+/// A `toolforge-jobs watch` child process and the lines of its log (stderr), collected as they come.
+pub struct Daemon {
+    child: std::process::Child,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Cluster {
+    /// Starts `toolforge-jobs watch ARGS` against the cluster with JSON logs, a short back-off and (unless ARGS
+    /// set one) a short debounce. `$TOOLFORGE_JOBS_BIN` names another binary (a release build, to measure it).
+    pub fn spawn_watch(&self, args: &[&str]) -> Daemon {
+        use std::io::BufRead as _;
+        let binary = std::env::var_os("TOOLFORGE_JOBS_BIN")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_toolforge-jobs").into());
+        let mut command = Command::new(binary);
+        command
+            .arg("watch")
+            .args(["--log-format", "json", "--max-backoff", "1s"])
+            .args(args)
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(["--tool", TOOL, "--no-color", "-f"])
+            .arg(self.directory.path().join("jobs.yaml"))
+            .current_dir(self.directory.path())
+            .env_remove("RUST_LOG")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        if !args.contains(&"--debounce") {
+            command.args(["--debounce", "100ms"]);
+        }
+        let mut child = command.spawn().expect("toolforge-jobs watch starts");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let collected = std::sync::Arc::clone(&lines);
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                collected.lock().unwrap().push(line);
+            }
+        });
+        Daemon { child, lines }
+    }
+
+    /// Waits until the daemon's watches of the four kinds are open (after their first LIST): from then on, a
+    /// change in the cluster is drift.
+    pub async fn watches_open(&self) {
+        eventually(
+            Duration::from_secs(20),
+            "the daemon's watches open",
+            || async {
+                ["jobs", "cronjobs", "deployments", "services"]
+                    .iter()
+                    .all(|resource| self.local.request_count("watch", resource) > 0)
+            },
+        )
+        .await;
+    }
+}
+
+impl Daemon {
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Every log line so far.
+    pub fn log(&self) -> String {
+        self.lines.lock().unwrap().join("\n")
+    }
+
+    /// How many log lines so far contain `needle`.
+    pub fn count(&self, needle: &str) -> usize {
+        self.lines
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|line| line.contains(needle))
+            .count()
+    }
+
+    /// Waits until `count(needle)` reaches `at_least`.
+    pub async fn wait_for_log(&self, needle: &str, at_least: usize) {
+        let started = std::time::Instant::now();
+        while self.count(needle) < at_least {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "no {at_least}× `{needle}` in the log:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(20 * MS).await;
+        }
+    }
+
+    /// Sends SIGTERM.
+    pub fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Waits for the process to end; its exit code.
+    pub async fn exit_code(&mut self) -> i32 {
+        let started = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the daemon did not exit:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(20 * MS).await;
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits until `check` holds, looking every 20 ms; fails the test after `timeout`.
+pub async fn eventually<F, Fut>(timeout: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = std::time::Instant::now();
+    while !check().await {
+        assert!(
+            started.elapsed() < timeout,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(20 * MS).await;
+    }
+}

@@ -1,0 +1,598 @@
+//! `toolforge-jobs watch`: the per-tool daemon (SPEC §8, docs/watch.md). It takes the tool's lock for its whole
+//! life and runs the [`crate::watch`] loop with a reconciler that is `apply`'s pipeline: load and validate the
+//! file, plan against the live state, carry the plan out with the same executor.
+//!
+//! What differs from `apply`: an invalid file is logged (with `validate`'s diagnostics) and ignored, the last
+//! valid file staying in force for drift repair; a failed one-off is never retried (no `--retry-failed`); only
+//! jobs dropped from the file while the daemon watched are pruned ([`restrict_prunes`]); API errors are retried
+//! with back-off instead of ending the command. Every reconcile is recorded in the inventory for `status`.
+//!
+//! Exit codes: 0 after SIGTERM or SIGINT, 6 when another apply or daemon holds the lock (or took it over), 1 when
+//! it cannot start.
+
+use std::collections::BTreeSet;
+use std::io::IsTerminal as _;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use tokio::sync::watch as channel;
+
+use crate::apply::{Event, EventKind, Progress};
+use crate::cli::apply::parse_duration;
+use crate::cli::planning::{PlanArgs, Planned, Prepared, Source, plan_loaded};
+use crate::cli::{Error, GlobalArgs, jobs_file};
+use crate::cluster::inventory::InventoryStore;
+use crate::cluster::lock::{self, Lock, LockError};
+use crate::cluster::retry::backoff_between;
+use crate::cluster::{Connection, StoredInventory};
+use crate::config::JobsFile;
+use crate::config::diagnostic::render as render_problems;
+use crate::config::image::ImageTable;
+use crate::output::{ExitStatus, Printer};
+use crate::plan::Action;
+use crate::render::context::DEFAULT_SET_NAME;
+use crate::render::inventory::{DaemonStatus, Outcome, Reconcile, ReconcileResult};
+use crate::watch::{self, Reconciler, Settings, Trigger, Verdict, restrict_prunes};
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The inventory's name, to keep several files apart in one tool
+    #[arg(long = "set", value_name = "NAME", default_value = DEFAULT_SET_NAME)]
+    pub set_name: String,
+
+    /// Never delete jobs, not even those dropped from the file
+    #[arg(long)]
+    pub no_prune: bool,
+
+    /// How to write the log
+    #[arg(long, value_enum, default_value_t = LogFormat::Auto)]
+    pub log_format: LogFormat,
+
+    /// Poll the jobs file every DURATION instead of relying on file-system notifications; needed where the
+    /// file is changed from another machine (NFS: the daemon running as a Toolforge job)
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub poll: Option<Duration>,
+
+    /// Reconcile at least this often, even when nothing seems to have changed
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    pub resync: Duration,
+
+    /// How many writes may be in flight at once (inside a stage)
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub concurrency: u16,
+
+    /// How long the file must stay unchanged before it is read
+    #[arg(long, hide = true, default_value = "300ms", value_parser = parse_duration)]
+    pub debounce: Duration,
+
+    /// The longest wait between attempts while the API fails
+    #[arg(long, hide = true, default_value = "5m", value_parser = parse_duration)]
+    pub max_backoff: Duration,
+}
+
+/// The daemon's log format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human lines on a terminal, JSON lines otherwise
+    Auto,
+    /// Lines for people
+    Human,
+    /// One JSON object per line
+    Json,
+}
+
+/// How long a reconcile in flight may go on after SIGTERM; Kubernetes kills after 30 s.
+const GRACE: Duration = Duration::from_secs(20);
+
+pub(crate) async fn run(
+    global: &GlobalArgs,
+    args: &WatchArgs,
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
+    let json = match args.log_format {
+        LogFormat::Auto => !std::io::stderr().is_terminal(),
+        LogFormat::Human => false,
+        LogFormat::Json => true,
+    };
+    watch::logging::init(json, global.verbose, printer.color() && !json);
+
+    let source = Source::locate(global)?;
+    let connection = crate::cli::connection::connect(global).await?;
+    let namespace = format!("tool-{}", source.tool);
+    let identity = lock::identity("watch");
+    let lock = take_lock(&connection.client, &namespace, &identity, args.max_backoff).await?;
+    tracing::info!(
+        file = %source.path.display(),
+        namespace,
+        holder = identity,
+        "watching: the lock is ours until we stop"
+    );
+
+    let settings = Settings {
+        file: source.path.clone(),
+        debounce: args.debounce,
+        resync: args.resync,
+        max_backoff: args.max_backoff,
+        poll: args.poll,
+        grace: GRACE,
+    };
+    let client = connection.client.clone();
+    let mut daemon = Daemon::new(connection, source, args, identity, lock, printer);
+    let result = watch::run(&settings, &client, &namespace, &mut daemon).await;
+    let lock = daemon.stopped().await;
+    if let Err(error) = lock.release().await {
+        tracing::warn!(%error, "cannot release the lock; it expires by itself");
+    } else {
+        tracing::info!("stopped: the lock is released");
+    }
+    result?;
+    Ok(ExitStatus::Success)
+}
+
+/// Takes the lock; another holder is an error (exit 6), an API error is tried again after a back-off.
+async fn take_lock(
+    client: &kube::Client,
+    namespace: &str,
+    identity: &str,
+    max_backoff: Duration,
+) -> Result<Lock, Error> {
+    let mut failures = 0;
+    loop {
+        match lock::acquire(client, namespace, identity, None).await {
+            Err(LockError::Api { source, .. }) => {
+                failures += 1;
+                let delay = backoff_between(failures, Duration::from_secs(1), max_backoff);
+                tracing::warn!(error = %one_line(&source), ?delay, "cannot take the lock; trying again");
+                tokio::time::sleep(delay).await;
+            }
+            result => return Ok(result?),
+        }
+    }
+}
+
+/// The reconciler: `apply`'s pipeline, with the daemon's rules for invalid files and pruning.
+struct Daemon {
+    connection: Connection,
+    /// Held from start to stop.
+    lock: Lock,
+    source: Source,
+    plan_args: PlanArgs,
+    printer: Printer,
+    concurrency: usize,
+    debounce: Duration,
+    /// The content of the last valid file: what drift repair and resyncs apply.
+    last_good: Option<Vec<u8>>,
+    /// The file content whose warnings were logged (they are logged once, not at every reconcile).
+    warned: Option<Vec<u8>>,
+    patterns: Vec<String>,
+    /// The jobs of the last valid file carried out; `None` until known (a first daemon knows none).
+    baseline: Option<BTreeSet<String>>,
+    /// Whether the baseline was looked up in the inventory's daemon status.
+    baseline_read: bool,
+    status: DaemonStatus,
+}
+
+/// What one reconcile came to.
+struct Attempt {
+    result: ReconcileResult,
+    message: String,
+    /// The inventory as read by the plan, for writing the status after it.
+    stored: Option<Box<StoredInventory>>,
+}
+
+impl Attempt {
+    fn new(result: ReconcileResult, message: impl Into<String>) -> Self {
+        Self {
+            result,
+            message: message.into(),
+            stored: None,
+        }
+    }
+
+    fn stored(mut self, stored: Option<StoredInventory>) -> Self {
+        self.stored = stored.map(Box::new);
+        self
+    }
+}
+
+impl Reconciler for Daemon {
+    async fn reconcile(&mut self, trigger: Trigger, stop: channel::Receiver<bool>) -> Verdict {
+        tracing::debug!(trigger = trigger.name(), "reconciling");
+        if self.lock.is_lost() {
+            return Verdict::LockLost;
+        }
+        let attempt = self.attempt(trigger, stop).await;
+        let verdict = if attempt.result == ReconcileResult::Failed {
+            Verdict::Retry
+        } else {
+            Verdict::Done
+        };
+        let record = Reconcile {
+            at: jiff::Timestamp::now(),
+            trigger: trigger.name().to_owned(),
+            result: attempt.result,
+            message: attempt.message,
+        };
+        if !record.result.succeeded() {
+            self.status.last_error = Some(record.clone());
+        }
+        self.status.last_reconcile = Some(record);
+        self.status.jobs = self
+            .baseline
+            .as_ref()
+            .map(|jobs| jobs.iter().cloned().collect())
+            .unwrap_or_default();
+        self.write_status(attempt.stored.map(|stored| *stored))
+            .await;
+        verdict
+    }
+
+    async fn finished(&mut self, job: &str, uid: &str, outcome: Outcome) {
+        tracing::info!(job, outcome = outcome.name(), "one-off finished");
+        let at = jiff::Timestamp::now();
+        let mut store = self.inventory_store(None);
+        let recorded = store
+            .update(|inventory| {
+                if let Some(run) = inventory
+                    .jobs
+                    .get_mut(job)
+                    .and_then(|record| record.runs.last_mut())
+                    && run.job_uid.as_deref() == Some(uid)
+                    && run.outcome == Outcome::Unknown
+                {
+                    run.outcome = outcome;
+                    run.finished = Some(at);
+                }
+            })
+            .await;
+        if let Err(error) = recorded {
+            tracing::warn!(job, error = %one_line(&error), "cannot record how the one-off ended");
+        }
+    }
+
+    fn trigger_patterns(&self) -> Vec<String> {
+        self.patterns.clone()
+    }
+}
+
+impl Daemon {
+    fn new(
+        connection: Connection,
+        source: Source,
+        args: &WatchArgs,
+        identity: String,
+        lock: Lock,
+        printer: Printer,
+    ) -> Self {
+        Self {
+            connection,
+            lock,
+            source,
+            plan_args: PlanArgs {
+                jobs: Vec::new(),
+                replace: Vec::new(),
+                retry_failed: false,
+                no_prune: args.no_prune,
+                allow_mass_delete: false,
+                allow_empty: false,
+                set_name: args.set_name.clone(),
+                no_server_dry_run: true,
+            },
+            printer,
+            concurrency: usize::from(args.concurrency),
+            debounce: args.debounce,
+            last_good: None,
+            warned: None,
+            patterns: Vec::new(),
+            baseline: None,
+            baseline_read: false,
+            status: DaemonStatus {
+                holder: identity,
+                started: jiff::Timestamp::now(),
+                stopped: None,
+                last_reconcile: None,
+                last_error: None,
+                jobs: Vec::new(),
+            },
+        }
+    }
+
+    async fn attempt(&mut self, trigger: Trigger, stop: channel::Receiver<bool>) -> Attempt {
+        let (bytes, file) = match self.load(trigger) {
+            Ok(loaded) => loaded,
+            Err(attempt) => return attempt,
+        };
+        let names: BTreeSet<String> = file
+            .jobs
+            .iter()
+            .map(|located| located.job.name.clone())
+            .collect();
+        let prepared = plan_loaded(
+            self.connection.clone(),
+            self.source.clone(),
+            &bytes,
+            file,
+            &self.plan_args,
+            false,
+            self.printer,
+        )
+        .await;
+        let mut planned = match prepared {
+            Ok(Prepared::Planned(planned)) => planned,
+            Ok(Prepared::Invalid) => {
+                return Attempt::new(
+                    ReconcileResult::InvalidFile,
+                    "the jobs file is invalid with the cluster's image table",
+                );
+            }
+            Err(error) => return failed(&error),
+        };
+        self.restrict_prunes(&mut planned, &names);
+        let deletes = planned
+            .plan
+            .actions
+            .iter()
+            .any(|action| action.action == Action::Delete);
+        if deletes
+            && matches!(trigger, Trigger::File | Trigger::Start)
+            && !self.settled(&bytes).await
+        {
+            tracing::info!("the jobs file changed again: its deletes wait until it stops changing");
+            return Attempt::new(
+                ReconcileResult::Unchanged,
+                "the jobs file is still changing; nothing was deleted",
+            );
+        }
+        let stored = planned.snapshot.inventory.clone();
+        self.carry_out(&planned, trigger, names, stop)
+            .await
+            .stored(stored)
+    }
+
+    /// The file to apply, loaded: a change reads it, drift, resyncs and retries apply the last valid one. An
+    /// unreadable or invalid file is logged and ignored.
+    fn load(&mut self, trigger: Trigger) -> Result<(Vec<u8>, JobsFile), Attempt> {
+        let bytes = match (&self.last_good, trigger) {
+            (Some(bytes), Trigger::Drift | Trigger::Resync | Trigger::Retry) => bytes.clone(),
+            _ => match jobs_file::read(&self.source.path) {
+                Ok(bytes) => bytes,
+                Err(error) => {
+                    let message = one_line(&error);
+                    tracing::warn!(
+                        error = message,
+                        "cannot read the jobs file; the last valid state stays applied"
+                    );
+                    return Err(Attempt::new(ReconcileResult::InvalidFile, message));
+                }
+            },
+        };
+        let mut file = match self
+            .source
+            .load(&bytes, &ImageTable::bundled(), false, false)
+        {
+            Ok(file) => file,
+            Err(problems) => {
+                tracing::warn!(
+                    diagnostics = problems,
+                    "the jobs file is invalid: ignored, the last valid state stays applied"
+                );
+                return Err(Attempt::new(
+                    ReconcileResult::InvalidFile,
+                    "the jobs file is invalid; see `toolforge-jobs validate`",
+                ));
+            }
+        };
+        if !file.warnings.is_empty() && self.warned.as_ref() != Some(&bytes) {
+            tracing::warn!(
+                diagnostics = render_problems(&file.source, &file.warnings, false),
+                "the jobs file has warnings"
+            );
+        }
+        self.warned = Some(bytes.clone());
+        // Logged once; `plan_loaded` would print them at every reconcile.
+        file.warnings.clear();
+        self.patterns = file
+            .jobs
+            .iter()
+            .flat_map(|located| located.job.trigger_files.iter().cloned())
+            .collect();
+        self.last_good = Some(bytes.clone());
+        Ok((bytes, file))
+    }
+
+    /// Whether the file still holds `bytes` after another debounce time: a delete is carried out only when the
+    /// file that asks for it has stopped changing (a writer that paused longer than the debounce time in the
+    /// middle of a file could otherwise prune the jobs after the pause).
+    async fn settled(&self, bytes: &[u8]) -> bool {
+        tokio::time::sleep(self.debounce).await;
+        jobs_file::read(&self.source.path).is_ok_and(|now| now == bytes)
+    }
+
+    /// Leaves alone the deletes of jobs the file did not drop while a daemon watched (see `restrict_prunes`).
+    fn restrict_prunes(&mut self, planned: &mut Planned, names: &BTreeSet<String>) {
+        if !self.baseline_read {
+            self.baseline_read = true;
+            self.baseline = planned
+                .snapshot
+                .inventory
+                .as_ref()
+                .and_then(|stored| stored.inventory.daemon.as_ref())
+                .map(|daemon| daemon.jobs.iter().cloned().collect());
+        }
+        let allowed: BTreeSet<String> = self
+            .baseline
+            .as_ref()
+            .map(|baseline| baseline.difference(names).cloned().collect())
+            .unwrap_or_default();
+        let left = restrict_prunes(&mut planned.plan, &allowed);
+        if !left.is_empty() {
+            tracing::info!(
+                jobs = ?left,
+                "in the inventory but not in the file, and not dropped from it while a daemon watched: left alone (stop the daemon and run `apply` to delete them)"
+            );
+        }
+    }
+
+    /// Carries out a plan the daemon may carry out: not refused, without errors, with writes.
+    async fn carry_out(
+        &mut self,
+        planned: &Planned,
+        trigger: Trigger,
+        names: BTreeSet<String>,
+        stop: channel::Receiver<bool>,
+    ) -> Attempt {
+        let plan = &planned.plan;
+        if plan.is_refused() {
+            let message = plan
+                .refusals
+                .iter()
+                .map(|refusal| refusal.message.clone())
+                .collect::<Vec<_>>()
+                .join("; ");
+            tracing::error!(
+                refusals = message,
+                "a safety guard refuses the plan: nothing was changed"
+            );
+            return Attempt::new(ReconcileResult::Refused, message);
+        }
+        if plan.has_errors() {
+            let message = cannot_apply(plan);
+            tracing::error!(
+                problems = message,
+                "the plan cannot be applied: nothing was changed"
+            );
+            return Attempt::new(ReconcileResult::Refused, message);
+        }
+        if !planned.needs_writes() {
+            tracing::debug!(trigger = trigger.name(), "nothing to change");
+            self.baseline = Some(names);
+            return Attempt::new(ReconcileResult::Unchanged, "nothing to change");
+        }
+
+        let executor = planned.executor(Arc::new(LogProgress), self.concurrency);
+        let interrupted = executor.interrupt_flag();
+        let mut stop = stop;
+        let stopper = tokio::spawn(async move {
+            if stop.wait_for(|stop| *stop).await.is_ok() {
+                interrupted.store(true, Ordering::SeqCst);
+            }
+        });
+        let result = Box::pin(executor.execute(plan)).await;
+        stopper.abort();
+        let applied = match result {
+            Ok(applied) => applied,
+            Err(error) => return failed(&Error::from(error)),
+        };
+        let mut message = format!(
+            "{} of {} jobs changed",
+            applied.done.len(),
+            plan.actions.len()
+        );
+        if let Some((job, _)) = &applied.failed_barrier {
+            // Its wait already logged how it failed.
+            tracing::error!(
+                job,
+                "a `wait` one-off did not succeed: the jobs after it were not applied"
+            );
+            message = format!(
+                "`{job}` has `wait` and did not succeed; the jobs after it were not applied"
+            );
+        } else if applied.interrupted {
+            message.push_str(" (interrupted)");
+        } else {
+            // Every planned prune ran: the file's jobs are the baseline from now on.
+            self.baseline = Some(names);
+        }
+        tracing::info!(trigger = trigger.name(), "{message}");
+        Attempt::new(ReconcileResult::Applied, message)
+    }
+
+    /// Records the status in the inventory (optimistic concurrency: a stale read costs one more round trip).
+    /// The inventory, from `stored` as read (`None`: read on the first conflict).
+    fn inventory_store(&self, stored: Option<StoredInventory>) -> InventoryStore {
+        InventoryStore::new(
+            &self.connection.client,
+            &format!("tool-{}", self.source.tool),
+            &self.plan_args.set_name,
+            stored,
+        )
+    }
+
+    async fn write_status(&self, stored: Option<StoredInventory>) {
+        let mut store = self.inventory_store(stored);
+        let status = &self.status;
+        if let Err(error) = store
+            .update(|inventory| inventory.daemon = Some(status.clone()))
+            .await
+        {
+            tracing::warn!(error = %one_line(&error), "cannot record the daemon's status in the inventory");
+        }
+    }
+
+    /// Records that the daemon stopped; the lock, to release.
+    async fn stopped(mut self) -> Lock {
+        self.status.stopped = Some(jiff::Timestamp::now());
+        self.write_status(None).await;
+        self.lock
+    }
+}
+
+fn failed(error: &Error) -> Attempt {
+    let message = one_line(error);
+    tracing::error!(
+        error = message,
+        "the reconcile failed; trying again after a back-off"
+    );
+    Attempt::new(ReconcileResult::Failed, message)
+}
+
+/// Why a plan cannot be applied, in one line: the conflicts, the rejected writes, the exceeded quota.
+fn cannot_apply(plan: &crate::plan::Plan) -> String {
+    let mut problems: Vec<String> = plan
+        .actions
+        .iter()
+        .filter(|action| {
+            action.action == Action::Conflict
+                || !action.errors.is_empty()
+                || action.dry_run.is_some()
+        })
+        .map(|action| format!("`{}`: {}", action.job, action.reason))
+        .collect();
+    problems.extend(
+        plan.quota
+            .iter()
+            .filter(|quota| quota.exceeded)
+            .map(|quota| format!("quota `{}` exceeded", quota.resource)),
+    );
+    problems.join("; ")
+}
+
+/// An error and its causes on one line, for a log field.
+fn one_line(error: &dyn std::error::Error) -> String {
+    let mut line = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        line.push_str(": ");
+        line.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    line
+}
+
+/// The executor's progress as log lines: what each action does and why, and how it went.
+struct LogProgress;
+
+impl Progress for LogProgress {
+    fn event(&self, event: Event) {
+        let Event { job, kind, message } = event;
+        match kind {
+            EventKind::Started | EventKind::Step | EventKind::Succeeded => {
+                tracing::info!(job, "{message}");
+            }
+            EventKind::Applied | EventKind::Waiting => tracing::debug!(job, "{message}"),
+            EventKind::Failed => tracing::error!(job, "{message}"),
+        }
+    }
+}

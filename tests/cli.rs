@@ -61,3 +61,17 @@ fn schema_prints_json_schema() {
     let schema: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(schema["type"], "array");
 }
+
+#[test]
+fn man_prints_a_manual_page_with_every_command() {
+    let output = toolforge_jobs().arg("man").output().unwrap();
+    assert!(output.status.success());
+    let page = String::from_utf8(output.stdout).unwrap();
+    assert!(page.contains(".TH toolforge-jobs 1"), "{page}");
+    for command in ["apply", "diff", "watch", "list", "logs", "local\\-cluster"] {
+        assert!(
+            page.contains(command),
+            "`{command}` missing from the man page"
+        );
+    }
+}

@@ -15,6 +15,7 @@ mod list;
 mod live_jobs;
 mod local_cluster;
 mod logs;
+mod man;
 mod planning;
 mod quota;
 mod restart;
@@ -210,6 +211,11 @@ pub enum Command {
         /// The shell to complete for
         shell: clap_complete::Shell,
     },
+
+    /// Print the manual page (roff)
+    ///
+    /// For example: `toolforge-jobs man > ~/.local/share/man/man1/toolforge-jobs.1`, then `man toolforge-jobs`.
+    Man,
 }
 
 /// Runs a parsed command line.
@@ -226,6 +232,7 @@ pub async fn run(cli: &Cli) -> ExitStatus {
         Command::Watch(args) => Box::pin(watch::run(&cli.global, args, printer)).await,
         Command::Schema => schema::run(printer),
         Command::Completions { shell } => completions::run(*shell, printer),
+        Command::Man => man::run(printer),
         Command::LocalCluster(args) => local_cluster::run(args, printer).await,
         Command::List(args) => Box::pin(list::run(&cli.global, args, printer)).await,
         Command::Show(args) => Box::pin(show::run(&cli.global, args, printer)).await,

@@ -55,14 +55,8 @@ fn pipeline(text: &str, live: &LiveState, inventory: &Inventory) -> (plan::Plan,
     stages.load = start.elapsed();
     let start = Instant::now();
     let context = context();
-    let desired: Vec<_> = file
-        .jobs
-        .into_iter()
-        .map(|located| {
-            let rendered = render::objects(&located.job, &context).expect("renders");
-            (located.job, rendered)
-        })
-        .collect();
+    let jobs: Vec<_> = file.jobs.into_iter().map(|located| located.job).collect();
+    let desired = render::all(&jobs, &context).expect("renders");
     stages.render = start.elapsed();
     let start = Instant::now();
     let plan = plan::compute(&desired, live, inventory, &context, &PlanOptions::pruning());

@@ -357,16 +357,12 @@ fn render_and_plan(
             uids: &Passwd,
         },
     )?;
-    let desired = file
+    let jobs: Vec<Job> = file
         .jobs
         .iter()
-        .map(|located| {
-            Ok((
-                located.job.clone(),
-                render::objects(&located.job, &context)?,
-            ))
-        })
-        .collect::<Result<Vec<_>, render::RenderError>>()?;
+        .map(|located| located.job.clone())
+        .collect();
+    let desired = render::all(&jobs, &context)?;
     let plan = plan::compute(
         &desired,
         &snapshot.live,

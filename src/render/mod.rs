@@ -80,6 +80,13 @@ pub enum RenderError {
     TriggerFilesNotRead { job: String, pattern: String },
 }
 
+/// Renders every job in `context`, in order, each paired with its objects; the first error wins.
+pub fn all(jobs: &[Job], context: &RenderContext) -> Result<Vec<(Job, Rendered)>, RenderError> {
+    jobs.iter()
+        .map(|job| Ok((job.clone(), objects(job, context)?)))
+        .collect()
+}
+
 /// Renders the objects of `job` in `context`.
 pub fn objects(job: &Job, context: &RenderContext) -> Result<Rendered, RenderError> {
     let canonical = canonical(job, context)?;

@@ -52,6 +52,12 @@ fn usage_errors_exit_with_2() {
         Some(2),
         "--tool and --namespace conflict"
     );
+    let output = toolforge_jobs()
+        .args(["local-cluster", "--clock-speed", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "a clock must run forward");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("not a positive number"));
 }
 
 #[test]

@@ -36,6 +36,11 @@ pub struct LocalClusterArgs {
     #[arg(long)]
     pub api_only: bool,
 
+    /// Run the cluster's clock this many times faster than real time (TTLs, back-offs, schedules, deadlines),
+    /// for trying things out; real processes still run in real time
+    #[arg(long, value_name = "FACTOR", value_parser = parse_speed)]
+    pub clock_speed: Option<f64>,
+
     /// Directory the cluster announces as the parent of tools' home directories (in the `kube-public`
     /// identity ConfigMap), where jobs' working directories and file logs go
     #[arg(long, value_name = "DIR")]
@@ -67,6 +72,7 @@ pub(crate) async fn run(args: &LocalClusterArgs, printer: Printer) -> Result<Exi
         state_file: args.state.clone(),
         kubeconfig_out: args.kubeconfig_out.clone(),
         tools_home: args.tools_home.clone(),
+        clock_speed: args.clock_speed,
         // Jobs really run: their containers' commands become processes of the current user.
         controllers: (!args.api_only).then(|| Controllers {
             kubelet: Some(Kubelet::Process(ProcessOptions::default())),
@@ -91,6 +97,14 @@ pub(crate) async fn run(args: &LocalClusterArgs, printer: Printer) -> Result<Exi
     };
     serve(options, ready, shutdown_signal()).await?;
     Ok(ExitStatus::Success)
+}
+
+/// A positive, finite speed factor.
+fn parse_speed(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(speed) if speed.is_finite() && speed > 0.0 => Ok(speed),
+        _ => Err(format!("`{text}` is not a positive number")),
+    }
 }
 
 /// Completes on Ctrl-C or SIGTERM, whichever comes first.

@@ -273,6 +273,8 @@ pub struct ServeOptions {
     pub tools_home: Option<PathBuf>,
     /// Controllers and kubelet to run; `None` serves the API alone.
     pub controllers: Option<Controllers>,
+    /// How fast the cluster's clock runs ([`Options::clock_speed`]); `None` is real time.
+    pub clock_speed: Option<f64>,
 }
 
 /// Serves in the foreground until `shutdown` completes. `ready` is called once with the running cluster (to
@@ -287,6 +289,9 @@ pub async fn serve(
         state_file: options.state_file,
         tools_home: options.tools_home,
         controllers: options.controllers,
+        clock_speed: options
+            .clock_speed
+            .unwrap_or(Options::default().clock_speed),
         ..Options::default()
     })
     .await?;

@@ -393,14 +393,17 @@ mod tests {
             Err("HTTP probe failed with statuscode: 503".to_owned())
         );
         serve.join().expect("served");
+        // Port 1 (tcpmux) has no listener: the closed port of the test above could be taken by a parallel test.
+        let closed = "127.0.0.1:1";
+        let url = format!("http://{closed}/healthz");
         assert_eq!(
-            connect(&address, second).map(drop),
-            Err(format!("dial tcp {address}: connect: connection refused"))
+            connect(closed, second).map(drop),
+            Err(format!("dial tcp {closed}: connect: connection refused"))
         );
         assert_eq!(
-            http_get(&url, &address, second),
+            http_get(&url, closed, second),
             Err(format!(
-                "Get \"{url}\": dial tcp {address}: connect: connection refused"
+                "Get \"{url}\": dial tcp {closed}: connect: connection refused"
             ))
         );
     }

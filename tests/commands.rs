@@ -577,7 +577,6 @@ async fn images_and_quota_print_upstreams_tables() {
             .any(|image| image["short_name"] == "bookworm")
     );
 
-    // The local cluster serves no ResourceQuota or LimitRange (the tables are unit-tested in src/cli/quota.rs).
     let quota = cluster.run(&["quota"]).await;
     quota.expect_code(0);
     assert!(
@@ -585,6 +584,51 @@ async fn images_and_quota_print_upstreams_tables() {
         "{}",
         quota.stderr
     );
+
+    // With Toolforge's quota and limits, the tables show what is used of them.
+    let resource_quota: k8s_openapi::api::core::v1::ResourceQuota =
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "tool-mytool"},
+            "spec": {"hard": {"count/cronjobs.batch": "50", "count/deployments.apps": "3",
+                "count/jobs.batch": "15", "pods": "10", "limits.cpu": "4", "limits.memory": "8Gi"}}
+        }))
+        .unwrap();
+    Api::<k8s_openapi::api::core::v1::ResourceQuota>::namespaced(cluster.client.clone(), NAMESPACE)
+        .create(&kube::api::PostParams::default(), &resource_quota)
+        .await
+        .unwrap();
+    let limits: k8s_openapi::api::core::v1::LimitRange =
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "tool-mytool"},
+            "spec": {"limits": [{"type": "Container", "max": {"cpu": "1", "memory": "4Gi"},
+                "min": {"cpu": "50m", "memory": "100Mi"}}]}
+        }))
+        .unwrap();
+    Api::<k8s_openapi::api::core::v1::LimitRange>::namespaced(cluster.client.clone(), NAMESPACE)
+        .create(&kube::api::PostParams::default(), &limits)
+        .await
+        .unwrap();
+    let quota = cluster.run(&["quota"]).await;
+    quota.expect_code(0);
+    let row = |label: &str| -> Vec<String> {
+        let line = quota
+            .stdout
+            .lines()
+            .find(|line| line.starts_with(label))
+            .unwrap_or_else(|| panic!("no `{label}` row in:\n{}", quota.stdout));
+        line[label.len()..]
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    // Used (as the cluster's quota counts it) and limit.
+    assert_eq!(
+        row("Total running jobs at once (Kubernetes pods)"),
+        ["2", "10"]
+    );
+    assert_eq!(row("Cron jobs"), ["1", "50"]);
+    assert_eq!(row("Continuous jobs (including web services)"), ["2", "3"]);
+    assert_eq!(row("Memory")[1], "8Gi");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

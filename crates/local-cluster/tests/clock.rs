@@ -2,13 +2,15 @@
 //! one-minute cron schedule, a 60-second progress deadline, 10-second back-offs) pass in milliseconds of real
 //! time, while every time the cluster writes stays consistent with them; at speed 1 the cluster keeps real time.
 
-use std::future::Future;
+mod support;
+
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
+use support::eventually;
 use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, Outcome, Script};
 
 const FAST: f64 = 1000.0;
@@ -41,20 +43,6 @@ fn job(name: &str, spec: &Value) -> Job {
         target.extend(extra.clone());
     }
     serde_json::from_value(body).expect("valid job")
-}
-
-/// Polls `check` every 5 ms until it returns something, for at most 10 seconds.
-async fn eventually<T, F: Future<Output = Option<T>>>(
-    what: &str,
-    mut check: impl FnMut() -> F,
-) -> T {
-    for _ in 0..2000 {
-        if let Some(found) = check().await {
-            return found;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 fn time(text: Option<&str>) -> jiff::Timestamp {

@@ -2,13 +2,15 @@
 //! that succeed, fail, run out of time or cannot pull their image, with the status, conditions, pods and Events
 //! of Kubernetes 1.33. Delays are shortened through `Controllers` and `Script` so each test takes under seconds.
 
-use std::future::Future;
+mod support;
+
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
+use support::eventually;
 use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, Outcome, Script};
 
 const MS: Duration = Duration::from_millis(1);
@@ -43,20 +45,6 @@ fn job(name: &str, image: &str, spec: &Value) -> Job {
         target.extend(extra.clone());
     }
     serde_json::from_value(body).expect("valid job")
-}
-
-/// Polls `check` until it returns something, for at most 10 seconds.
-async fn eventually<T, F: Future<Output = Option<T>>>(
-    what: &str,
-    mut check: impl FnMut() -> F,
-) -> T {
-    for _ in 0..500 {
-        if let Some(found) = check().await {
-            return found;
-        }
-        tokio::time::sleep(20 * MS).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 async fn finished(jobs: &Api<Job>, name: &str, condition: &str) -> Job {

@@ -4,7 +4,6 @@
 
 mod support;
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 use futures::{AsyncBufReadExt, TryStreamExt};
@@ -14,7 +13,7 @@ use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
 use serde_json::{Value, json};
 use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, Outcome, Script};
 
-use support::Kubectl;
+use support::{Kubectl, eventually};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -31,20 +30,6 @@ async fn start(script: Script) -> (LocalCluster, kube::Client) {
     .expect("cluster starts");
     let client = cluster.client().expect("client");
     (cluster, client)
-}
-
-/// Polls `check` until it returns something, for at most 10 seconds.
-async fn eventually<T, F: Future<Output = Option<T>>>(
-    what: &str,
-    mut check: impl FnMut() -> F,
-) -> T {
-    for _ in 0..500 {
-        if let Some(found) = check().await {
-            return found;
-        }
-        tokio::time::sleep(20 * MS).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 fn job(name: &str, image: &str) -> Job {

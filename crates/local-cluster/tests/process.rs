@@ -1,7 +1,8 @@
 //! `Kubelet::Process`: pods run as real local processes — exit codes, output in `pods/log` as it is printed,
 //! Jobs completing and failing, a missing executable, the environment, and deletion with SIGTERM then SIGKILL.
 
-use std::future::Future;
+mod support;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -10,6 +11,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
 use serde_json::{Value, json};
+use support::eventually;
 use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, ProcessOptions};
 
 const MS: Duration = Duration::from_millis(1);
@@ -36,20 +38,6 @@ async fn start_with(options: ProcessOptions) -> (LocalCluster, kube::Client) {
     .expect("cluster starts");
     let client = cluster.client().expect("client");
     (cluster, client)
-}
-
-/// Polls `check` until it returns something, for at most 10 seconds.
-async fn eventually<T, F: Future<Output = Option<T>>>(
-    what: &str,
-    mut check: impl FnMut() -> F,
-) -> T {
-    for _ in 0..500 {
-        if let Some(found) = check().await {
-            return found;
-        }
-        tokio::time::sleep(20 * MS).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 fn shell(script: &str) -> Value {

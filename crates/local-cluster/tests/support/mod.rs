@@ -1,6 +1,14 @@
-//! The kubectl harness the integration tests share: a kubeconfig for one cluster and a fresh discovery cache,
-//! so each test sees the cluster as a first-time kubectl user would. kubectl must be installed: a missing
-//! binary fails the test instead of skipping it.
+//! What the integration tests share: the kubectl harness — a kubeconfig for one cluster and a fresh discovery
+//! cache, so each test sees the cluster as a first-time kubectl user would (kubectl must be installed: a missing
+//! binary fails the test instead of skipping it) — and [`eventually`], the wait for the cluster to get somewhere.
+
+#![allow(
+    dead_code,
+    reason = "each test file uses the part of the harness it needs"
+)]
+
+use std::future::Future;
+use std::time::Duration;
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -51,4 +59,18 @@ impl Kubectl {
         assert!(success, "kubectl {args:?} failed: {stdout} {stderr}");
         stdout
     }
+}
+
+/// Polls `check` every 5 ms until it returns something; fails the test after 10 seconds, naming `what`.
+pub(crate) async fn eventually<T, F: Future<Output = Option<T>>>(
+    what: &str,
+    mut check: impl FnMut() -> F,
+) -> T {
+    for _ in 0..2000 {
+        if let Some(found) = check().await {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("timed out waiting for {what}");
 }

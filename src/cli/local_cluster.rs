@@ -56,9 +56,8 @@ pub enum LocalClusterAction {
 
 pub(crate) async fn run(args: &LocalClusterArgs, printer: Printer) -> Result<ExitStatus, Error> {
     if let Some(LocalClusterAction::Stop) = args.action {
-        let stopped = tokio::task::spawn_blocking(embedded::stop)
+        let stopped = embedded::off_runtime(embedded::stop)
             .await
-            .map_err(|error| Error::Output(std::io::Error::other(error)))?
             .map_err(crate::cluster::ConnectError::from)?;
         printer.message(if stopped {
             "stopped the local cluster\n"

@@ -64,13 +64,7 @@ pub async fn connect(target: &Target) -> Result<Connection, ConnectError> {
         ..KubeConfigOptions::default()
     };
     let running = if target.is_embedded() {
-        let running = tokio::task::spawn_blocking(embedded::ensure_running)
-            .await
-            .map_err(|error| embedded::EmbeddedError::Files {
-                path: PathBuf::from("local-cluster"),
-                source: std::io::Error::other(error),
-            })??;
-        Some(running)
+        Some(embedded::off_runtime(embedded::ensure_running).await?)
     } else {
         None
     };

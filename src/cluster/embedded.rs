@@ -226,3 +226,13 @@ pub async fn ensure_namespace(client: &kube::Client, namespace: &str) -> Result<
         Err(error) => Err(error),
     }
 }
+
+/// Runs [`ensure_running`] or [`stop`] (they wait on files and sockets) off the async runtime's workers; a panic
+/// inside is re-raised here.
+pub async fn off_runtime<T: Send + 'static>(
+    step: fn() -> Result<T, EmbeddedError>,
+) -> Result<T, EmbeddedError> {
+    tokio::task::spawn_blocking(step)
+        .await
+        .unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()))
+}

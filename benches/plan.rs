@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use toolforge_jobs::config::image::ImageTable;
-use toolforge_jobs::config::{self, Context, SourceFile};
+use toolforge_jobs::config::{self, Context, SourceFile, ToolName};
 use toolforge_jobs::plan::{self, LiveState, PlanOptions};
 use toolforge_jobs::render::inventory::{self, Inventory, JobRecord};
 use toolforge_jobs::render::{self, Membership, RenderContext, Workload};
@@ -23,7 +23,7 @@ const TOOL: &str = "benchtool";
 
 fn context() -> RenderContext {
     RenderContext::toolforge(
-        TOOL,
+        &ToolName::new(TOOL).expect("a valid tool name"),
         52_503,
         ImageTable::bundled(),
         Membership {

@@ -2,6 +2,10 @@
 
 #![allow(clippy::unwrap_used, reason = "a failing unwrap is a failing test")]
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use assert_cmd::Command;
 
 fn toolforge_jobs() -> Command {
@@ -80,4 +84,157 @@ fn man_prints_a_manual_page_with_every_command() {
             "`{command}` missing from the man page"
         );
     }
+}
+
+/// A cluster address that counts the connections made to it (closing each at once), and kubeconfigs for it.
+struct UnusedCluster {
+    directory: tempfile::TempDir,
+    server: String,
+    connections: Arc<AtomicUsize>,
+}
+
+impl UnusedCluster {
+    fn start() -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let server = format!("http://{}", listener.local_addr().unwrap());
+        let connections = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&connections);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                counted.fetch_add(1, Ordering::SeqCst);
+                drop(stream);
+            }
+        });
+        Self {
+            directory: tempfile::tempdir().unwrap(),
+            server,
+            connections,
+        }
+    }
+
+    /// A kubeconfig whose one context, `ctx`, is this cluster with `namespace`.
+    fn kubeconfig(&self, namespace: &str) -> PathBuf {
+        let path = self
+            .directory
+            .path()
+            .join(format!("kubeconfig-{namespace}"));
+        let text = format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: ctx\n\
+             clusters: [{{name: c, cluster: {{server: '{}'}}}}]\n\
+             users: [{{name: u, user: {{token: t}}}}]\n\
+             contexts: [{{name: ctx, context: {{cluster: c, user: u, namespace: '{namespace}'}}}}]\n",
+            self.server
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Runs the command against `kubeconfig`: its exit code and stderr.
+    fn run(kubeconfig: &Path, args: &[&str]) -> (Option<i32>, String) {
+        let output = toolforge_jobs()
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(args)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        (output.status.code(), stderr)
+    }
+
+    /// Each command exits with 2 and its message, and none of them connects.
+    fn assert_usage_errors(&self, namespace: &str, cases: &[(&[&str], &str)]) {
+        let kubeconfig = self.kubeconfig(namespace);
+        for (args, message) in cases {
+            let (code, stderr) = Self::run(&kubeconfig, args);
+            assert_eq!(code, Some(2), "{args:?}: {stderr}");
+            assert!(stderr.contains(message), "{args:?}: {stderr}");
+        }
+        assert_eq!(
+            self.connections.load(Ordering::SeqCst),
+            0,
+            "no request may be sent for an invalid name"
+        );
+    }
+}
+
+#[test]
+fn invalid_tools_and_namespaces_fail_before_any_request() {
+    let cluster = UnusedCluster::start();
+    let long = "a".repeat(64);
+    cluster.assert_usage_errors(
+        "tool-mytool",
+        &[
+            (
+                &["--tool", "x/../y", "list"],
+                "error: invalid value 'x/../y' for '--tool <TOOL>': the tool name contains `/`; a tool name \
+                 has only lower-case letters, digits and `-`, e.g. `mytool`",
+            ),
+            (
+                &["--tool", "../x", "status"],
+                "error: invalid value '../x' for '--tool <TOOL>': the tool name contains `.`",
+            ),
+            (
+                &["--tool", &long, "list"],
+                "the tool name is 64 characters long; at most 58 are allowed",
+            ),
+            (
+                &["--namespace", "kube-system", "list"],
+                "error: invalid value 'kube-system' for '--namespace <NAMESPACE>': `kube-system` is not a \
+                 tool's namespace: a tool's namespace is `tool-<tool>`, e.g. `tool-mytool`; name the tool with \
+                 `--tool <tool>` or its namespace with `--namespace tool-<tool>`",
+            ),
+            (
+                &["--namespace", "default", "dump"],
+                "`default` is not a tool's namespace",
+            ),
+            (
+                &["--namespace", "tool-", "list"],
+                "`tool-` is not a tool's namespace: the tool name is empty",
+            ),
+        ],
+    );
+    cluster.assert_usage_errors(
+        "default",
+        &[(
+            &["list"],
+            "error: the namespace of kubeconfig context `ctx` does not name a tool\n  caused by: `default` is \
+             not a tool's namespace",
+        )],
+    );
+
+    // With a valid tool the same kubeconfig does reach the cluster: the count above would have seen it.
+    let (code, stderr) = UnusedCluster::run(
+        &cluster.kubeconfig("default"),
+        &["--tool", "mytool", "status"],
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(cluster.connections.load(Ordering::SeqCst) > 0);
+}
+
+#[test]
+fn invalid_job_and_set_names_fail_before_any_request() {
+    let cluster = UnusedCluster::start();
+    cluster.assert_usage_errors(
+        "tool-mytool",
+        &[
+            (
+                &["show", "x/../y"],
+                "error: invalid value 'x/../y' for '<NAME>': `x/../y` is not a valid job name: use lowercase \
+                 letters, digits, `-` and `.`",
+            ),
+            (&["delete", ".."], "`..` is not a valid job name"),
+            (&["logs", "A"], "`A` is not a valid job name"),
+            (&["restart", "a/b"], "`a/b` is not a valid job name"),
+            (&["wait", "a/b"], "`a/b` is not a valid job name"),
+            (
+                &["run", "a/b", "--command", "x", "--image", "python3.11"],
+                "`a/b` is not a valid job name",
+            ),
+            (
+                &["status", "--set", "../x"],
+                "`../x` is not a valid set name",
+            ),
+        ],
+    );
 }

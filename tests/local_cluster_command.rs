@@ -89,6 +89,6 @@ fn serves_kubectl_runs_jobs_as_processes_and_stops_on_sigterm() {
     );
     assert!(
         String::from_utf8_lossy(&output.stderr)
-            .contains("local cluster serving at http://127.0.0.1:")
+            .contains("local cluster serving at https://127.0.0.1:")
     );
 }

@@ -44,7 +44,7 @@ fn without_a_kubeconfig_jobs_run_on_the_embedded_cluster_until_it_is_stopped() {
     assert_eq!(apply.status.code(), Some(0), "{}", text(&apply));
     let stderr = String::from_utf8_lossy(&apply.stderr);
     assert!(
-        stderr.contains("using the local cluster at http://127.0.0.1:"),
+        stderr.contains("using the local cluster at https://127.0.0.1:"),
         "{}",
         text(&apply)
     );

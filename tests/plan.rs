@@ -8,14 +8,14 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use toolforge_jobs::config::image::ImageTable;
-use toolforge_jobs::config::{self, Job, SourceFile};
+use toolforge_jobs::config::{self, Job, SourceFile, ToolName};
 use toolforge_jobs::plan::{self, Action, Guard, LiveState, ObjectKind, Plan, PlanOptions};
 use toolforge_jobs::render::inventory::{Inventory, JobRecord, Outcome, RunRecord};
 use toolforge_jobs::render::{self, Membership, RenderContext, Rendered, inventory};
 
 fn context() -> RenderContext {
     RenderContext::toolforge(
-        "mytool",
+        &ToolName::new("mytool").unwrap(),
         52503,
         ImageTable::bundled(),
         Membership {

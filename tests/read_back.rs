@@ -6,14 +6,14 @@
 use std::path::Path;
 
 use toolforge_jobs::config::image::ImageTable;
-use toolforge_jobs::config::{self, SourceFile};
+use toolforge_jobs::config::{self, SourceFile, ToolName};
 use toolforge_jobs::render::{
     self, CanonicalJob, LiveObject, Membership, ReadBack, RenderContext, inventory,
 };
 
 fn context() -> RenderContext {
     RenderContext::toolforge(
-        "mytool",
+        &ToolName::new("mytool").unwrap(),
         52503,
         ImageTable::bundled(),
         Membership {

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use toolforge_jobs::config::image::ImageTable;
-use toolforge_jobs::config::{self, Job, SourceFile};
+use toolforge_jobs::config::{self, Job, SourceFile, ToolName};
 use toolforge_jobs::render::{
     self, LiveObject, Membership, RenderContext, TriggerFile, TriggerFiles, Workload, inventory,
 };
@@ -36,7 +36,7 @@ fn context() -> RenderContext {
         }],
     );
     RenderContext::toolforge(
-        TOOL,
+        &ToolName::new(TOOL).unwrap(),
         52503,
         ImageTable::bundled(),
         Membership {
@@ -175,7 +175,7 @@ fn unread_trigger_files_are_an_error_not_a_different_fingerprint() {
 #[test]
 fn the_local_cluster_context_uses_its_home_and_uid() {
     let context = RenderContext::new(
-        TOOL,
+        &context().tool,
         "/home/dev/mytool",
         1000,
         ImageTable::bundled(),

@@ -28,6 +28,7 @@ use crate::render::{LiveObject, inventory, labels};
 #[derive(Debug, Args)]
 pub struct DeleteArgs {
     /// The job's name
+    #[arg(value_parser = crate::cli::job_name)]
     pub name: String,
 }
 

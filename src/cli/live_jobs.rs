@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::cli::{Error, GlobalArgs, jobs_file, tool_name};
 use crate::cluster::{self, Connection, ContextInputs, Passwd, ReadError, Snapshot};
+use crate::config::ToolName;
 use crate::config::image::ImageState;
 use crate::render::context::DEFAULT_SET_NAME;
 use crate::render::{CanonicalJob, LiveObject, ReadBack, RenderContext, labels, read_back};
@@ -38,10 +39,10 @@ pub(crate) struct LiveJob {
 }
 
 /// The tool, a connection, and the tool's namespace.
-async fn connect(global: &GlobalArgs) -> Result<(String, Connection, String), Error> {
-    let tool = tool_name(global).ok_or(Error::NoTool)?;
+async fn connect(global: &GlobalArgs) -> Result<(ToolName, Connection, String), Error> {
+    let tool = tool_name(global)?;
     let connection = crate::cli::connection::connect(global).await?;
-    let namespace = format!("tool-{tool}");
+    let namespace = tool.namespace();
     Ok((tool, connection, namespace))
 }
 

@@ -1,17 +1,23 @@
 //! `toolforge-jobs local-cluster`: serves the Kubernetes-compatible local cluster in the foreground (SPEC §10).
 //!
 //! The cluster itself lives in the `toolforge-local-cluster` crate; this command only maps flags to its options,
-//! tells the user how to reach it, and stops it on Ctrl-C or SIGTERM.
+//! tells the user how to reach it, and stops it on Ctrl-C or SIGTERM. `local-cluster stop` stops the embedded
+//! cluster, `local-cluster kubeconfig --tool NAME` mints a tool's credentials for it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
+use toolforge_local_cluster::auth::TOOL_GROUP;
+use toolforge_local_cluster::auth::pki::Pki;
+use toolforge_local_cluster::kubeconfig::UserCredentials;
 use toolforge_local_cluster::{
-    Controllers, Kubelet, LocalCluster, ProcessOptions, ServeOptions, serve,
+    ClusterError, Controllers, Kubelet, LocalCluster, ProcessOptions, ServeOptions,
+    credentials_directory, private_files, serve,
 };
 
 use crate::cli::Error;
 use crate::cluster::embedded;
+use crate::config::tool::ToolName;
 use crate::output::{ExitStatus, Printer};
 
 #[derive(Debug, Args)]
@@ -52,19 +58,38 @@ pub struct LocalClusterArgs {
 pub enum LocalClusterAction {
     /// Stop the local cluster that commands started in the background (its state is kept)
     Stop,
+    /// Write the kubeconfig of the tool named by `--tool` for the embedded local cluster: a client certificate
+    /// for `O=toolforge, CN=<tool>` (as Toolforge's `become` gives), allowed only in namespace `tool-<tool>`
+    Kubeconfig {
+        /// Directory for `kubeconfig`, `client.crt` and `client.key` (default: `tools/<tool>/` in the local
+        /// cluster's state directory)
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
 }
 
-pub(crate) async fn run(args: &LocalClusterArgs, printer: Printer) -> Result<ExitStatus, Error> {
-    if let Some(LocalClusterAction::Stop) = args.action {
-        let stopped = embedded::off_runtime(embedded::stop)
-            .await
-            .map_err(crate::cluster::ConnectError::from)?;
-        printer.message(if stopped {
-            "stopped the local cluster\n"
-        } else {
-            "the local cluster is not running\n"
-        })?;
-        return Ok(ExitStatus::Success);
+pub(crate) async fn run(
+    args: &LocalClusterArgs,
+    tool: Option<&ToolName>,
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
+    match &args.action {
+        Some(LocalClusterAction::Stop) => {
+            let stopped = embedded::off_runtime(embedded::stop)
+                .await
+                .map_err(crate::cluster::ConnectError::from)?;
+            printer.message(if stopped {
+                "stopped the local cluster\n"
+            } else {
+                "the local cluster is not running\n"
+            })?;
+            return Ok(ExitStatus::Success);
+        }
+        Some(LocalClusterAction::Kubeconfig { out }) => {
+            let tool = tool.ok_or(Error::NoTool)?;
+            return tool_kubeconfig(tool, out.as_deref(), printer).await;
+        }
+        None => {}
     }
     let options = ServeOptions {
         port: args.port,
@@ -95,6 +120,81 @@ pub(crate) async fn run(args: &LocalClusterArgs, printer: Printer) -> Result<Exi
         let _ = printer.message(&text);
     };
     serve(options, ready, shutdown_signal()).await?;
+    Ok(ExitStatus::Success)
+}
+
+/// Mints a tool's certificate with the embedded cluster's CA, writes it with a kubeconfig, and creates the
+/// tool's namespace (there is no maintain-kubeusers to do it).
+async fn tool_kubeconfig(
+    tool: &ToolName,
+    out: Option<&Path>,
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
+    let connection = crate::cluster::connect(&crate::cluster::Target {
+        local: true,
+        ..crate::cluster::Target::default()
+    })
+    .await?;
+    let Some(running) = &connection.embedded else {
+        unreachable!("a `local` target always is the embedded cluster");
+    };
+    let namespace = tool.namespace();
+    let directory = out.map_or_else(
+        || running.paths.directory.join("tools").join(tool.as_str()),
+        Path::to_path_buf,
+    );
+    let pki = Pki::load_or_create(&credentials_directory(&running.paths.state))
+        .map_err(ClusterError::Credentials)?;
+    let credentials = pki
+        .issue_client(tool.as_str(), &[TOOL_GROUP])
+        .map_err(ClusterError::Credentials)?;
+    let write = |path: &Path, contents: &str| {
+        private_files::write(path, contents).map_err(|source| Error::WriteFile {
+            path: path.to_owned(),
+            source,
+        })
+    };
+    private_files::create_directory(&directory).map_err(|source| Error::WriteFile {
+        path: directory.clone(),
+        source,
+    })?;
+    let directory = directory
+        .canonicalize()
+        .map_err(|source| Error::WriteFile {
+            path: directory.clone(),
+            source,
+        })?;
+    let (certificate, key, kubeconfig) = (
+        directory.join("client.crt"),
+        directory.join("client.key"),
+        directory.join("kubeconfig"),
+    );
+    write(&certificate, &credentials.certificate_pem)?;
+    write(&key, &credentials.key_pem)?;
+    let user = format!("tf-{tool}");
+    write(
+        &kubeconfig,
+        &toolforge_local_cluster::kubeconfig::render(
+            &running.server,
+            pki.ca_certificate_pem(),
+            &namespace,
+            &user,
+            UserCredentials::Files {
+                certificate: &certificate,
+                key: &key,
+            },
+        ),
+    )?;
+    embedded::ensure_namespace(&connection.client, &namespace)
+        .await
+        .map_err(|source| Error::Namespace {
+            namespace: namespace.clone(),
+            source,
+        })?;
+    printer.message(&format!(
+        "kubeconfig for tool `{tool}` (namespace {namespace}) written to {}\ntry: toolforge-jobs --kubeconfig {0} list\n",
+        kubeconfig.display()
+    ))?;
     Ok(ExitStatus::Success)
 }
 

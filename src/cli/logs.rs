@@ -26,6 +26,7 @@ const FILE_FOLLOW_INTERVAL: Duration = Duration::from_millis(250);
 #[derive(Debug, Args)]
 pub struct LogsArgs {
     /// The job's name
+    #[arg(value_parser = crate::cli::job_name)]
     pub name: String,
 
     /// Keep printing new lines as they are written (upstream's `-f`; here `-f` is the global `--file`)

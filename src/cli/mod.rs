@@ -34,6 +34,8 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use kube::config::Kubeconfig;
 
+use crate::config::tool::{NamespaceError, ToolNameError};
+use crate::config::{JobNameError, ToolName, check_job_name};
 use crate::output::{EXIT_CODES_HELP, ExitStatus, Printer};
 
 /// Declarative jobs for Wikimedia Toolforge: validate jobs.yaml, plan, apply and watch.
@@ -59,12 +61,23 @@ pub struct GlobalArgs {
     pub context: Option<String>,
 
     /// Kubernetes namespace of the tool, `tool-<tool>` (default: the context's namespace)
-    #[arg(long, global = true, value_name = "NAMESPACE", conflicts_with = "tool")]
-    pub namespace: Option<String>,
+    ///
+    /// Must be `tool-<tool>` with a valid tool name (see `--tool`).
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAMESPACE",
+        conflicts_with = "tool",
+        value_parser = ToolName::from_namespace
+    )]
+    pub namespace: Option<ToolName>,
 
     /// The tool whose jobs these are (default: from the namespace)
-    #[arg(long, global = true, value_name = "TOOL")]
-    pub tool: Option<String>,
+    ///
+    /// Lower-case letters, digits and `-`, starting and ending with a letter or digit, at most 58 characters, so
+    /// that `tool-<tool>` is a valid namespace.
+    #[arg(long, global = true, value_name = "TOOL", value_parser = ToolName::new)]
+    pub tool: Option<ToolName>,
 
     /// Use the embedded local cluster, started in the background if needed (the default when no kubeconfig
     /// exists)
@@ -233,7 +246,10 @@ pub async fn run(cli: &Cli) -> ExitStatus {
         Command::Schema => schema::run(printer),
         Command::Completions { shell } => completions::run(*shell, printer),
         Command::Man => man::run(printer),
-        Command::LocalCluster(args) => local_cluster::run(args, printer).await,
+        Command::LocalCluster(args) => {
+            let tool = cli.global.tool.as_ref().or(cli.global.namespace.as_ref());
+            local_cluster::run(args, tool, printer).await
+        }
         Command::List(args) => Box::pin(list::run(&cli.global, args, printer)).await,
         Command::Show(args) => Box::pin(show::run(&cli.global, args, printer)).await,
         Command::Logs(args) => Box::pin(logs::run(&cli.global, args, printer)).await,
@@ -275,6 +291,18 @@ pub enum Error {
         "cannot tell which tool this is: pass `--tool NAME` (or use a kubeconfig context whose namespace is `tool-NAME`)"
     )]
     NoTool,
+    #[error("the namespace of kubeconfig context `{context}` does not name a tool")]
+    ContextNamespace {
+        context: String,
+        #[source]
+        problem: NamespaceError,
+    },
+    #[error("`$USER` is `{user}`, which does not name a tool; pass `--tool NAME`")]
+    UserTool {
+        user: String,
+        #[source]
+        problem: ToolNameError,
+    },
     #[error(transparent)]
     Connect(#[from] crate::cluster::ConnectError),
     #[error(transparent)]
@@ -362,6 +390,8 @@ impl Error {
         match self {
             Error::NoJobsFile { .. }
             | Error::NoTool
+            | Error::ContextNamespace { .. }
+            | Error::UserTool { .. }
             | Error::Render(_)
             | Error::NotScheduled { .. } => ExitStatus::Invalid,
             Error::Lock(crate::cluster::lock::LockError::Held { .. })
@@ -394,45 +424,79 @@ impl Error {
 }
 
 /// The tool named by `--tool`, `--namespace tool-<tool>`, the kubeconfig context's namespace, or the Toolforge
-/// account running us (`tools.<tool>`), in that order.
-fn tool_name(global: &GlobalArgs) -> Option<String> {
-    if let Some(tool) = &global.tool {
-        return Some(tool.clone());
+/// account running us (`tools.<tool>`), in that order; each checked as a [`ToolName`] (the flags when the
+/// command line is parsed), so that no request is sent for a namespace built from an unchecked name.
+fn tool_name(global: &GlobalArgs) -> Result<ToolName, Error> {
+    if let Some(tool) = global.tool.as_ref().or(global.namespace.as_ref()) {
+        return Ok(tool.clone());
     }
-    let namespace = global
-        .namespace
-        .clone()
-        .or_else(|| kubeconfig_namespace(global));
-    if let Some(namespace) = namespace {
-        return namespace.strip_prefix("tool-").map(str::to_owned);
+    if let Some((context, namespace)) = kubeconfig_namespace(global) {
+        return ToolName::from_namespace(&namespace)
+            .map_err(|problem| Error::ContextNamespace { context, problem });
     }
     let user = std::env::var("USER").ok();
     if let Some(tool) = user.as_deref().and_then(|user| user.strip_prefix("tools.")) {
-        return Some(tool.to_owned());
+        return ToolName::new(tool).map_err(|problem| Error::UserTool {
+            user: user.clone().unwrap_or_default(),
+            problem,
+        });
     }
     // On the embedded local cluster the tool is the user's own: their name, as a DNS label.
-    connection::target(global)
-        .is_embedded()
-        .then(|| local_tool_name(user.as_deref().unwrap_or_default()))
+    if connection::target(global).is_embedded() {
+        Ok(local_tool_name(user.as_deref().unwrap_or_default()))
+    } else {
+        Err(Error::NoTool)
+    }
 }
 
-/// `$USER` made a valid tool name (lower-case letters, digits, `-`), or `tool` when nothing is left.
-fn local_tool_name(user: &str) -> String {
+/// The longest tool name made from `$USER`.
+const MAX_LOCAL_TOOL_LENGTH: usize = 40;
+
+/// `$USER` made a valid tool name (lower-case letters, digits, `-`, starting with a letter), or `tool` when
+/// nothing is left.
+fn local_tool_name(user: &str) -> ToolName {
     let name: String = user
         .to_lowercase()
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .take(MAX_LOCAL_TOOL_LENGTH)
         .collect();
     let name = name.trim_matches('-');
-    if name.is_empty() || !name.starts_with(|c: char| c.is_ascii_lowercase()) {
-        "tool".to_owned()
+    let name = if name.starts_with(|c: char| c.is_ascii_lowercase()) {
+        name
     } else {
-        name.chars().take(40).collect()
+        "tool"
+    };
+    ToolName::new(name)
+        .or_else(|_| ToolName::new("tool"))
+        .expect("`tool` is a valid tool name")
+}
+
+/// A job's name from the command line (`show NAME`, …), checked by the rules of jobs.yaml names, so that it is
+/// safe in a request path; clap's `value_parser`.
+fn job_name(text: &str) -> Result<String, JobNameError> {
+    check_job_name(text).map(|()| text.to_owned())
+}
+
+/// The longest inventory name: it is a label value as well as the ConfigMap's name.
+const MAX_SET_NAME_LENGTH: usize = 63;
+
+/// An inventory's name (`--set NAME`): the name of a ConfigMap and the value of a label, so an RFC 1123
+/// subdomain of at most 63 characters; clap's `value_parser`.
+fn set_name(text: &str) -> Result<String, String> {
+    if text.chars().count() <= MAX_SET_NAME_LENGTH && crate::config::is_dns_subdomain(text) {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "`{text}` is not a valid set name: use at most {MAX_SET_NAME_LENGTH} lowercase letters, digits, `-` and \
+             `.`, starting and ending with a letter or digit, e.g. `toolforge-jobs-web`"
+        ))
     }
 }
 
-/// The namespace of the kubeconfig context in use (`--context`, else the current one), if there is a kubeconfig.
-fn kubeconfig_namespace(global: &GlobalArgs) -> Option<String> {
+/// The kubeconfig context in use (`--context`, else the current one) and its namespace, if there is a kubeconfig
+/// and the context has one.
+fn kubeconfig_namespace(global: &GlobalArgs) -> Option<(String, String)> {
     let config = match &global.kubeconfig {
         Some(path) => Kubeconfig::read_from(path),
         None => Kubeconfig::read(),
@@ -444,14 +508,15 @@ fn kubeconfig_namespace(global: &GlobalArgs) -> Option<String> {
         .context
         .as_ref()
         .or(config.current_context.as_ref())?;
-    config
+    let namespace = config
         .contexts
         .iter()
         .find(|context| &context.name == context_name)?
         .context
         .as_ref()?
         .namespace
-        .clone()
+        .clone()?;
+    Some((context_name.clone(), namespace))
 }
 
 /// The paths as "`a` or `b`", for messages.
@@ -481,4 +546,56 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     }
     lines.push(String::new());
     lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn the_local_tool_is_the_user_as_a_tool_name() {
+        assert_eq!(local_tool_name("Jane.Doe").as_str(), "jane-doe");
+        assert_eq!(local_tool_name("_me_").as_str(), "me");
+        for user in ["", "-", "42", "__", "ü"] {
+            assert_eq!(local_tool_name(user).as_str(), "tool", "{user:?}");
+        }
+        // Cut to its length limit, a name does not end with `-`.
+        let user = format!("{}.b", "a".repeat(MAX_LOCAL_TOOL_LENGTH - 1));
+        assert_eq!(
+            local_tool_name(&user).as_str(),
+            "a".repeat(MAX_LOCAL_TOOL_LENGTH - 1)
+        );
+    }
+
+    #[test]
+    fn names_on_the_command_line_are_checked_when_it_is_parsed() {
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("toolforge-jobs").chain(args.iter().copied()))
+        };
+        let cli = parse(&["--namespace", "tool-mytool", "list"]).unwrap();
+        assert_eq!(cli.global.namespace.unwrap().as_str(), "mytool");
+        let cli = parse(&["--tool", "mytool", "show", "task1.1"]).unwrap();
+        assert_eq!(cli.global.tool.unwrap().namespace(), "tool-mytool");
+        for args in [
+            &["--tool", "a/b", "list"][..],
+            &["--tool", "", "list"],
+            &["--namespace", "default", "list"],
+            &["--namespace", "tool-", "list"],
+            &["show", "../x"],
+            &["apply", "--job", "a/b"],
+            &["diff", "--replace", "A"],
+            &["status", "--set", "a/b"],
+            &["watch", "--set", &"a".repeat(64)],
+        ] {
+            let error = parse(args).map(|_| ()).unwrap_err();
+            assert_eq!(
+                error.kind(),
+                clap::error::ErrorKind::ValueValidation,
+                "{args:?}"
+            );
+            assert_eq!(error.exit_code(), 2, "{args:?}");
+        }
+    }
 }

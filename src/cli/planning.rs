@@ -13,7 +13,7 @@ use crate::cluster::inventory::InventoryStore;
 use crate::cluster::{self, Connection, ContextInputs, Passwd, Snapshot};
 use crate::config::diagnostic::render as render_problems;
 use crate::config::image::ImageTable;
-use crate::config::{self, Context, Job, JobKind, JobsFile};
+use crate::config::{self, Context, Job, JobKind, JobsFile, ToolName};
 use crate::output::Printer;
 use crate::plan::{self, Action, Plan, PlanOptions};
 use crate::render::context::DEFAULT_SET_NAME;
@@ -28,11 +28,11 @@ use crate::render::{self, Rendered, read_trigger_files};
 #[command(next_help_heading = "Plan options")]
 pub struct PlanArgs {
     /// Only these jobs (repeatable); nothing else is touched or pruned (upstream `load --job`)
-    #[arg(long = "job", value_name = "NAME")]
+    #[arg(long = "job", value_name = "NAME", value_parser = crate::cli::job_name)]
     pub jobs: Vec<String>,
 
     /// Delete and re-create this job even when unchanged; a one-off runs again (repeatable)
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = crate::cli::job_name)]
     pub replace: Vec<String>,
 
     /// Run again every one-off whose last run with its current definition failed
@@ -52,7 +52,12 @@ pub struct PlanArgs {
     pub allow_empty: bool,
 
     /// The inventory's name, to keep several files apart in one tool
-    #[arg(long = "set", value_name = "NAME", default_value = DEFAULT_SET_NAME)]
+    #[arg(
+        long = "set",
+        value_name = "NAME",
+        default_value = DEFAULT_SET_NAME,
+        value_parser = crate::cli::set_name
+    )]
     pub set_name: String,
 
     /// Skip the server-side dry run of the planned writes (`diff`, `apply --dry-run`)
@@ -78,7 +83,7 @@ pub(crate) struct Planned {
     pub(crate) connection: Connection,
     pub(crate) namespace: String,
     pub(crate) set_name: String,
-    tool: String,
+    tool: ToolName,
     directory: PathBuf,
     file: JobsFile,
     /// The file's jobs, rendered, in file order.
@@ -175,7 +180,7 @@ pub(crate) enum Prepared {
 #[derive(Debug, Clone)]
 pub(crate) struct Source {
     pub(crate) path: PathBuf,
-    pub(crate) tool: String,
+    pub(crate) tool: ToolName,
     /// The file's directory, absolute.
     pub(crate) directory: PathBuf,
 }
@@ -184,7 +189,7 @@ impl Source {
     /// The jobs file and tool the command line names.
     pub(crate) fn locate(global: &GlobalArgs) -> Result<Self, Error> {
         let path = jobs_file::locate(global)?;
-        let tool = tool_name(global).ok_or(Error::NoTool)?;
+        let tool = tool_name(global)?;
         let directory = absolute(&jobs_file::directory_of(&path));
         Ok(Self {
             path,
@@ -205,7 +210,7 @@ impl Source {
         let count_trigger_files =
             |pattern: &str| jobs_file::count_matches(&self.directory, pattern);
         let context = Context {
-            tool: &self.tool,
+            tool: self.tool.as_str(),
             images,
             count_trigger_files: Some(&count_trigger_files),
         };
@@ -282,7 +287,7 @@ pub(crate) async fn plan_loaded(
     printer: Printer,
 ) -> Result<Prepared, Error> {
     // `--namespace` names the tool (`tool-<tool>`); the tool names the namespace.
-    let namespace = format!("tool-{}", source.tool);
+    let namespace = source.tool.namespace();
     // Nine requests in flight make a large future: keep it on the heap.
     let snapshot = Box::pin(cluster::read(
         &connection.client,
@@ -338,7 +343,7 @@ fn render_and_plan(
     file: &JobsFile,
     snapshot: &Snapshot,
     args: &PlanArgs,
-    tool: &str,
+    tool: &ToolName,
     directory: &Path,
 ) -> Result<(Vec<(Job, Rendered)>, Plan), Error> {
     let patterns = file

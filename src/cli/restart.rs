@@ -41,6 +41,7 @@ const CREATE_PAUSE: Duration = Duration::from_millis(200);
 #[derive(Debug, Args)]
 pub struct RestartArgs {
     /// The job's name
+    #[arg(value_parser = crate::cli::job_name)]
     pub name: String,
 }
 

@@ -33,6 +33,7 @@ use crate::wait::{DeploymentTarget, JobTarget};
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The job's name
+    #[arg(value_parser = crate::cli::job_name)]
     pub name: String,
     /// The command to run
     #[arg(long)]
@@ -155,7 +156,7 @@ pub(crate) async fn run(
     let live = live_jobs::read(global).await?;
     let yaml = args.yaml();
     let context = Context {
-        tool: &live.context.tool,
+        tool: live.context.tool.as_str(),
         images: &live.context.images,
         count_trigger_files: None,
     };

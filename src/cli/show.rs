@@ -11,6 +11,7 @@ use crate::output::{ExitStatus, Printer};
 #[derive(Debug, Args)]
 pub struct ShowArgs {
     /// The job's name
+    #[arg(value_parser = crate::cli::job_name)]
     pub name: String,
 }
 

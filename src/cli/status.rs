@@ -23,7 +23,12 @@ use crate::status::duration;
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// The inventory's name, to keep several files apart in one tool
-    #[arg(long = "set", value_name = "NAME", default_value = DEFAULT_SET_NAME)]
+    #[arg(
+        long = "set",
+        value_name = "NAME",
+        default_value = DEFAULT_SET_NAME,
+        value_parser = crate::cli::set_name
+    )]
     pub set_name: String,
 }
 
@@ -64,8 +69,7 @@ pub(crate) async fn run(
     args: &StatusArgs,
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
-    let tool = tool_name(global).ok_or(Error::NoTool)?;
-    let namespace = format!("tool-{tool}");
+    let namespace = tool_name(global)?.namespace();
     let connection = crate::cli::connection::connect(global).await?;
     let client = &connection.client;
     let get_error = |name: &str| {

@@ -5,19 +5,22 @@ use serde::Serialize;
 use crate::cli::{Error, GlobalArgs, OutputFormat, jobs_file, tool_name};
 use crate::config::diagnostic::render;
 use crate::config::image::ImageTable;
-use crate::config::{self, Context, JobKind, Problem, Severity, SourceFile};
+use crate::config::{self, Context, JobKind, Problem, Severity, SourceFile, ToolName};
 use crate::output::{ExitStatus, Printer};
 
 pub(crate) fn run(global: &GlobalArgs, printer: Printer) -> Result<ExitStatus, Error> {
     let path = jobs_file::locate(global)?;
     let bytes = jobs_file::read(&path)?;
-    let tool = tool_name(global);
+    // Offline, the tool only shapes the times of `@daily`-style schedules: without one they are not shown.
+    let tool = tool_name(global)
+        .inspect_err(|error| tracing::debug!(%error, "validating without a tool"))
+        .ok();
     tracing::debug!(file = %path.display(), bytes = bytes.len(), tool = ?tool, "validating");
     let images = ImageTable::bundled();
     let directory = jobs_file::directory_of(&path);
     let count_trigger_files = |pattern: &str| jobs_file::count_matches(&directory, pattern);
     let context = Context {
-        tool: tool.as_deref().unwrap_or_default(),
+        tool: tool.as_ref().map_or("", ToolName::as_str),
         images: &images,
         count_trigger_files: Some(&count_trigger_files),
     };

@@ -28,6 +28,7 @@ use crate::wait::{self, DeploymentTarget, JobTarget, Outcome};
 #[derive(Debug, Args)]
 pub struct WaitArgs {
     /// The job's name
+    #[arg(value_parser = crate::cli::job_name)]
     pub name: String,
 
     /// Give up after DURATION (`600`, `90s`, `10m`)

@@ -39,7 +39,12 @@ use crate::watch::{self, Reconciler, Settings, Trigger, Verdict, restrict_prunes
 #[derive(Debug, Args)]
 pub struct WatchArgs {
     /// The inventory's name, to keep several files apart in one tool
-    #[arg(long = "set", value_name = "NAME", default_value = DEFAULT_SET_NAME)]
+    #[arg(
+        long = "set",
+        value_name = "NAME",
+        default_value = DEFAULT_SET_NAME,
+        value_parser = crate::cli::set_name
+    )]
     pub set_name: String,
 
     /// Never delete jobs, not even those dropped from the file
@@ -100,7 +105,7 @@ pub(crate) async fn run(
 
     let source = Source::locate(global)?;
     let connection = crate::cli::connection::connect(global).await?;
-    let namespace = format!("tool-{}", source.tool);
+    let namespace = source.tool.namespace();
     let identity = lock::identity("watch");
     let lock = take_lock(&connection.client, &namespace, &identity, args.max_backoff).await?;
     tracing::info!(
@@ -514,7 +519,7 @@ impl Daemon {
     fn inventory_store(&self, stored: Option<StoredInventory>) -> InventoryStore {
         InventoryStore::new(
             &self.connection.client,
-            &format!("tool-{}", self.source.tool),
+            &self.source.tool.namespace(),
             &self.plan_args.set_name,
             stored,
         )

@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use crate::config::ToolName;
 use crate::config::image::ImageTable;
 use crate::render::context::{ContextError, images_from_config_map};
 use crate::render::inventory::applyset_id;
@@ -27,7 +28,7 @@ impl UidLookup for Passwd {
 
 /// What the context is made of besides the snapshot.
 pub struct ContextInputs<'a> {
-    pub tool: &'a str,
+    pub tool: &'a ToolName,
     /// The inventory's name (`--set`).
     pub set_name: &'a str,
     /// The directory holding the jobs file (absolute).
@@ -53,7 +54,7 @@ pub fn render_context(
     snapshot: &Snapshot,
     inputs: ContextInputs<'_>,
 ) -> Result<RenderContext, ContextError> {
-    let namespace = format!("tool-{}", inputs.tool);
+    let namespace = inputs.tool.namespace();
     let membership = Membership {
         set_name: inputs.set_name.to_owned(),
         applyset_id: applyset_id(inputs.set_name, &namespace),
@@ -63,7 +64,7 @@ pub fn render_context(
         Some(local) => {
             let home = local.tools_home.as_ref().map_or_else(
                 || inputs.file_directory.to_owned(),
-                |tools_home| tools_home.join(inputs.tool),
+                |tools_home| tools_home.join(inputs.tool.as_str()),
             );
             RenderContext::new(
                 inputs.tool,

@@ -1,8 +1,11 @@
 //! The embedded default (SPEC §10): with no kubeconfig anywhere (and not in a pod), or with `--local`, every
 //! command uses the local cluster, started in the background on first use.
 //!
-//! Its files live in `$XDG_STATE_HOME/toolforge-jobs/local-cluster/` (`~/.local/state/…` by default): `state.json`
-//! (the objects, so jobs survive restarts), `kubeconfig` (also usable by kubectl), `pid` and `log`. The server is
+//! Its files live in `$XDG_STATE_HOME/toolforge-jobs/local-cluster/` (`~/.local/state/…` by default), a directory
+//! only its owner may enter (0700, files 0600): `state.json` (the objects, so jobs survive restarts),
+//! `state.credentials/` (the cluster's CA and the owner's token), `kubeconfig` (the owner's, also usable by
+//! kubectl), `pid`, `log`, and `start.lock`, which concurrent first commands take in turn so that they all end
+//! up using the one cluster the first of them started. The server is
 //! this very program run as `toolforge-jobs local-cluster` in its own process group, so Ctrl-C in the terminal
 //! that started it does not stop it; `toolforge-jobs local-cluster stop` does. Jobs run as processes of the current
 //! user; with no `toolsHome` announced, a tool's home is the directory holding its jobs.yaml.
@@ -16,6 +19,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kube::config::Kubeconfig;
+use toolforge_local_cluster::private_files;
 
 /// How long a freshly started cluster may take to write its kubeconfig and accept connections.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
@@ -28,6 +32,8 @@ pub struct Paths {
     pub kubeconfig: PathBuf,
     pub pid: PathBuf,
     pub log: PathBuf,
+    /// Held while a command checks for a running cluster and starts one.
+    pub start_lock: PathBuf,
 }
 
 impl Paths {
@@ -44,6 +50,7 @@ impl Paths {
             kubeconfig: directory.join("kubeconfig"),
             pid: directory.join("pid"),
             log: directory.join("log"),
+            start_lock: directory.join("start.lock"),
             directory,
         })
     }
@@ -57,6 +64,17 @@ pub struct Running {
     /// Whether this call started it.
     pub started: bool,
     pub paths: Paths,
+}
+
+impl Running {
+    fn new(server: String, started: bool, paths: Paths) -> Running {
+        Running {
+            kubeconfig: paths.kubeconfig.clone(),
+            server,
+            started,
+            paths,
+        }
+    }
 }
 
 /// Why the embedded cluster is not available.
@@ -99,22 +117,26 @@ pub fn is_default() -> bool {
     !kubeconfig_env && !in_pod && !home_config
 }
 
+fn files_error(path: &Path) -> impl FnOnce(io::Error) -> EmbeddedError {
+    let path = path.to_owned();
+    move |source| EmbeddedError::Files { path, source }
+}
+
 /// The embedded cluster, started in the background if it is not running.
 pub fn ensure_running() -> Result<Running, EmbeddedError> {
     let paths = Paths::from_environment()?;
     if let Some(server) = reachable(&paths) {
-        return Ok(Running {
-            kubeconfig: paths.kubeconfig.clone(),
-            server,
-            started: false,
-            paths,
-        });
+        return Ok(Running::new(server, false, paths));
     }
-    let files_error = |path: &Path| {
-        let path = path.to_owned();
-        move |source| EmbeddedError::Files { path, source }
-    };
-    fs::create_dir_all(&paths.directory).map_err(files_error(&paths.directory))?;
+    private_files::create_directory(&paths.directory).map_err(files_error(&paths.directory))?;
+    // Whoever holds the lock starts the cluster; the others wait, then find it running.
+    let start_lock =
+        private_files::create(&paths.start_lock).map_err(files_error(&paths.start_lock))?;
+    rustix::fs::flock(&start_lock, rustix::fs::FlockOperation::LockExclusive)
+        .map_err(|error| files_error(&paths.start_lock)(error.into()))?;
+    if let Some(server) = reachable(&paths) {
+        return Ok(Running::new(server, false, paths));
+    }
     // A stale kubeconfig from an earlier run must not be mistaken for the new server's.
     match fs::remove_file(&paths.kubeconfig) {
         Err(error) if error.kind() != io::ErrorKind::NotFound => {
@@ -122,7 +144,7 @@ pub fn ensure_running() -> Result<Running, EmbeddedError> {
         }
         _ => {}
     }
-    let log = fs::File::create(&paths.log).map_err(files_error(&paths.log))?;
+    let log = private_files::create(&paths.log).map_err(files_error(&paths.log))?;
     let log_err = log.try_clone().map_err(files_error(&paths.log))?;
     let program = std::env::current_exe().map_err(|source| EmbeddedError::Spawn {
         program: PathBuf::from("toolforge-jobs"),
@@ -144,16 +166,11 @@ pub fn ensure_running() -> Result<Running, EmbeddedError> {
             program: program.clone(),
             source,
         })?;
-    fs::write(&paths.pid, child.id().to_string()).map_err(files_error(&paths.pid))?;
+    private_files::write(&paths.pid, child.id().to_string()).map_err(files_error(&paths.pid))?;
     let deadline = Instant::now() + START_TIMEOUT;
     while Instant::now() < deadline {
         if let Some(server) = reachable(&paths) {
-            return Ok(Running {
-                kubeconfig: paths.kubeconfig.clone(),
-                server,
-                started: true,
-                paths,
-            });
+            return Ok(Running::new(server, true, paths));
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -192,7 +209,7 @@ fn reachable(paths: &Paths) -> Option<String> {
         .as_ref()?
         .server
         .clone()?;
-    let address: SocketAddr = server.strip_prefix("http://")?.parse().ok()?;
+    let address: SocketAddr = server.strip_prefix("https://")?.parse().ok()?;
     TcpStream::connect_timeout(&address, Duration::from_millis(500)).ok()?;
     Some(server)
 }

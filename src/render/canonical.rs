@@ -384,7 +384,7 @@ mod tests {
 
     fn context() -> RenderContext {
         RenderContext::toolforge(
-            "mytool",
+            &crate::config::ToolName::new("mytool").unwrap(),
             52503,
             ImageTable::bundled(),
             Membership {
@@ -613,7 +613,7 @@ mod tests {
     #[test]
     fn local_homes_hold_the_log_files() {
         let context = RenderContext::new(
-            "mytool",
+            &context().tool,
             "/home/me/bot",
             1000,
             ImageTable::bundled(),

@@ -6,6 +6,7 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
+use crate::config::ToolName;
 use crate::config::image::{ImageTable, ImageTableError};
 use crate::config::quantity::Quantity;
 use crate::render::fingerprint::TriggerFiles;
@@ -25,13 +26,6 @@ pub const DEFAULT_SET_NAME: &str = "toolforge-jobs";
 pub const IMAGE_CONFIG_NAMESPACE: &str = "tf-public";
 pub const IMAGE_CONFIG_NAME: &str = "image-config";
 pub const IMAGE_CONFIG_KEY: &str = "images-v1.yaml";
-
-/// The tool a Toolforge namespace belongs to: `tool-<tool>` → `<tool>`.
-pub fn tool_from_namespace(namespace: &str) -> Option<&str> {
-    namespace
-        .strip_prefix("tool-")
-        .filter(|tool| !tool.is_empty())
-}
 
 /// Why the `image-config` ConfigMap cannot serve as the image table.
 #[derive(Debug, thiserror::Error)]
@@ -73,7 +67,7 @@ pub struct Membership {
 /// Everything rendering needs to know about the tool and its cluster.
 #[derive(Debug, Clone)]
 pub struct RenderContext {
-    pub tool: String,
+    pub tool: ToolName,
     /// `tool-<tool>`.
     pub namespace: String,
     /// The tool's home: working directory of pre-built images and base of relative log paths.
@@ -101,7 +95,12 @@ pub enum ContextError {
 
 impl RenderContext {
     /// A context for Toolforge itself: home `/data/project/<tool>`, production defaults, the given uid and images.
-    pub fn toolforge(tool: &str, uid: u32, images: ImageTable, membership: Membership) -> Self {
+    pub fn toolforge(
+        tool: &ToolName,
+        uid: u32,
+        images: ImageTable,
+        membership: Membership,
+    ) -> Self {
         Self::new(
             tool,
             &format!("/data/project/{tool}"),
@@ -113,15 +112,15 @@ impl RenderContext {
 
     /// A context with an arbitrary home directory (the local cluster) and production defaults.
     pub fn new(
-        tool: &str,
+        tool: &ToolName,
         home: &str,
         uid: u32,
         images: ImageTable,
         membership: Membership,
     ) -> Self {
         Self {
-            tool: tool.to_owned(),
-            namespace: format!("tool-{tool}"),
+            tool: tool.clone(),
+            namespace: tool.namespace(),
             home: home.trim_end_matches('/').to_owned(),
             uid,
             images,
@@ -135,7 +134,7 @@ impl RenderContext {
 
     /// A Toolforge context whose uid comes from `lookup` (the account is `tools.<tool>`, as upstream).
     pub fn toolforge_with_lookup(
-        tool: &str,
+        tool: &ToolName,
         lookup: &dyn UidLookup,
         images: ImageTable,
         membership: Membership,
@@ -144,7 +143,7 @@ impl RenderContext {
         let uid = lookup
             .uid_of(&account)
             .ok_or_else(|| ContextError::NoSuchAccount {
-                tool: tool.to_owned(),
+                tool: tool.to_string(),
                 account,
             })?;
         Ok(Self::toolforge(tool, uid, images, membership))
@@ -186,6 +185,10 @@ mod tests {
         }
     }
 
+    fn tool(name: &str) -> ToolName {
+        ToolName::new(name).unwrap()
+    }
+
     fn membership() -> Membership {
         Membership {
             set_name: DEFAULT_SET_NAME.to_owned(),
@@ -195,7 +198,8 @@ mod tests {
 
     #[test]
     fn toolforge_context_uses_the_project_home_and_namespace() {
-        let context = RenderContext::toolforge("mytool", 1, ImageTable::bundled(), membership());
+        let context =
+            RenderContext::toolforge(&tool("mytool"), 1, ImageTable::bundled(), membership());
         assert_eq!(context.namespace, "tool-mytool");
         assert_eq!(context.home, "/data/project/mytool");
         assert_eq!(context.default_cpu_limit.as_str(), "1000m");
@@ -204,7 +208,7 @@ mod tests {
     #[test]
     fn uid_comes_from_the_tools_account() {
         let context = RenderContext::toolforge_with_lookup(
-            "mytool",
+            &tool("mytool"),
             &Passwd,
             ImageTable::bundled(),
             membership(),
@@ -212,7 +216,7 @@ mod tests {
         .unwrap();
         assert_eq!(context.uid, 52503);
         let error = RenderContext::toolforge_with_lookup(
-            "other",
+            &tool("other"),
             &Passwd,
             ImageTable::bundled(),
             membership(),
@@ -222,13 +226,6 @@ mod tests {
             error.to_string(),
             "the Unix account `tools.other` of tool `other` does not exist"
         );
-    }
-
-    #[test]
-    fn the_tool_is_the_namespace_without_its_prefix() {
-        assert_eq!(tool_from_namespace("tool-mytool"), Some("mytool"));
-        assert_eq!(tool_from_namespace("tool-"), None);
-        assert_eq!(tool_from_namespace("default"), None);
     }
 
     #[test]
@@ -258,7 +255,7 @@ mod tests {
     #[test]
     fn local_homes_lose_a_trailing_slash() {
         let context = RenderContext::new(
-            "t",
+            &tool("t"),
             "/home/me/bot/",
             1000,
             ImageTable::bundled(),

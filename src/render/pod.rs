@@ -38,10 +38,10 @@ pub fn template(
     template_annotations: BTreeMap<String, String>,
 ) -> Result<PodTemplateSpec, RenderError> {
     let uid = i64::from(context.uid);
-    let spread_selector = labels::selector(&context.tool, &job.name, job.kind);
+    let spread_selector = labels::selector(context.tool.as_str(), &job.name, job.kind);
     Ok(PodTemplateSpec {
         metadata: Some(ObjectMeta {
-            labels: Some(labels::workload(&context.tool, job)),
+            labels: Some(labels::workload(context.tool.as_str(), job)),
             annotations: (!template_annotations.is_empty()).then_some(template_annotations),
             ..ObjectMeta::default()
         }),

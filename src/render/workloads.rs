@@ -56,7 +56,12 @@ pub(crate) fn job(
     template: PodTemplateSpec,
 ) -> Job {
     Job {
-        metadata: metadata.object(job, context, labels::workload(&context.tool, job), &[]),
+        metadata: metadata.object(
+            job,
+            context,
+            labels::workload(context.tool.as_str(), job),
+            &[],
+        ),
         spec: Some(job_spec(job, template)),
         ..Job::default()
     }
@@ -74,7 +79,7 @@ pub(crate) fn cron_job(
         metadata: metadata.object(
             job,
             context,
-            labels::workload(&context.tool, job),
+            labels::workload(context.tool.as_str(), job),
             &[(labels::CRON_EXPRESSION, expression)],
         ),
         spec: Some(CronJobSpec {
@@ -87,7 +92,7 @@ pub(crate) fn cron_job(
             job_template: JobTemplateSpec {
                 // Upstream deletes a scheduled job's Jobs by label, so they carry the job's labels.
                 metadata: Some(ObjectMeta {
-                    labels: Some(labels::workload(&context.tool, job)),
+                    labels: Some(labels::workload(context.tool.as_str(), job)),
                     ..ObjectMeta::default()
                 }),
                 spec: Some(job_spec(job, template)),
@@ -128,14 +133,17 @@ pub(crate) fn deployment(
         metadata: metadata.object(
             job,
             context,
-            labels::workload(&context.tool, job),
+            labels::workload(context.tool.as_str(), job),
             type_annotation,
         ),
         spec: Some(DeploymentSpec {
             replicas: Some(i32::try_from(replicas).unwrap_or(i32::MAX)),
             progress_deadline_seconds: Some(PROGRESS_DEADLINE_SECONDS),
             selector: LabelSelector {
-                match_labels: Some(labels::deployment_selector(&context.tool, &job.name)),
+                match_labels: Some(labels::deployment_selector(
+                    context.tool.as_str(),
+                    &job.name,
+                )),
                 ..LabelSelector::default()
             },
             strategy: Some(DeploymentStrategy {
@@ -163,7 +171,7 @@ pub(crate) fn service(
     metadata: &Metadata,
 ) -> Option<Service> {
     let port = i32::from(job.port?);
-    let labels = labels::service(&context.tool, job);
+    let labels = labels::service(context.tool.as_str(), job);
     Some(Service {
         metadata: metadata.object(job, context, labels.clone(), &[]),
         spec: Some(ServiceSpec {

@@ -1,5 +1,5 @@
 //! Throughput of the local cluster through kube-rs: create/get/replace of Jobs, listing 1 000 Jobs, and watch
-//! fan-out (many watchers, many writes). Run with `cargo bench -p toolforge-local-cluster`; figures go to stdout.
+//! fan-out (many watchers, many writes), and a new connection per request (the TLS handshake's cost). Run with `cargo bench -p toolforge-local-cluster`; figures go to stdout.
 
 #![expect(
     clippy::print_stdout,
@@ -121,6 +121,18 @@ async fn main() {
         started.elapsed(),
     );
     assert_eq!(delivered, WATCHERS * FAN_OUT_WRITES);
+    // Every new client opens a new connection: with TLS, each pays a handshake.
+    let connections = 200;
+    let started = Instant::now();
+    for _ in 0..connections {
+        let fresh = cluster.client().expect("client");
+        fresh.apiserver_version().await.expect("version");
+    }
+    report(
+        "new connection + GET /version",
+        connections,
+        started.elapsed(),
+    );
     println!(
         "requests counted: {}",
         cluster.request_counts().values().sum::<u64>()

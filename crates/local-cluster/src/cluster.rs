@@ -1,6 +1,9 @@
-//! The public handle: start a local cluster on 127.0.0.1 (ephemeral port by default), get its URL, a kubeconfig
-//! and a kube-rs client, count requests, inject faults, and shut it down gracefully. [`serve`] is the foreground
-//! entry point behind `toolforge-jobs local-cluster`.
+//! The public handle: start a local cluster on 127.0.0.1 (ephemeral port by default), get its URL, the owner's
+//! and tools' kubeconfigs and kube-rs clients, count requests, inject faults, and shut it down gracefully.
+//! [`serve`] is the foreground entry point behind `toolforge-jobs local-cluster`.
+//!
+//! A cluster with a state file keeps its credentials beside it ([`credentials_directory`]) and holds an
+//! exclusive lock on `<state file>.lock` while it runs, so two clusters never share one state file.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -9,15 +12,23 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::fs::File;
+
+use base64::Engine as _;
+
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::{self, ClusterState};
+use crate::auth::guard::Guard;
+use crate::auth::pki::{ClientCredentials, Pki, PkiError};
+use crate::auth::{ADMIN_GROUP, ADMIN_USER, TOOL_GROUP};
 pub use crate::bootstrap::{IDENTITY_NAME, IDENTITY_NAMESPACE};
 use crate::clock::Clock;
 use crate::controllers::{self, Controllers};
 use crate::faults::{Fault, Faults};
+use crate::kubeconfig::{self, UserCredentials};
 use crate::persist;
 use crate::store::Store;
 
@@ -41,6 +52,8 @@ pub struct Options {
     /// speed it up so back-offs, TTLs, cron schedules, progress deadlines and grace periods pass in milliseconds.
     /// A value that is not finite and positive counts as 1.
     pub clock_speed: f64,
+    /// Where the CA and the owner's token are kept; `None` makes credentials that live as long as the cluster.
+    pub credentials_dir: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -53,6 +66,7 @@ impl Default for Options {
             controllers: None,
             tools_home: None,
             clock_speed: 1.0,
+            credentials_dir: None,
         }
     }
 }
@@ -68,6 +82,12 @@ pub enum ClusterError {
     Kubeconfig(PathBuf, std::io::Error),
     /// The HTTP server failed.
     Server(std::io::Error),
+    /// The credentials could not be made or read.
+    Credentials(PkiError),
+    /// Another local cluster serves this state file.
+    AlreadyServing(PathBuf),
+    /// The state file's lock could not be taken.
+    Lock(PathBuf, std::io::Error),
 }
 
 impl std::fmt::Display for ClusterError {
@@ -81,6 +101,15 @@ impl std::fmt::Display for ClusterError {
                 write!(f, "failed to write the kubeconfig `{}`", path.display())
             }
             ClusterError::Server(_) => write!(f, "the local cluster's HTTP server failed"),
+            ClusterError::Credentials(_) => {
+                write!(f, "cannot set up the local cluster's credentials")
+            }
+            ClusterError::AlreadyServing(path) => write!(
+                f,
+                "another local cluster already serves the state file `{}`",
+                path.display()
+            ),
+            ClusterError::Lock(path, _) => write!(f, "cannot lock `{}`", path.display()),
         }
     }
 }
@@ -91,7 +120,10 @@ impl std::error::Error for ClusterError {
             ClusterError::Bind(e)
             | ClusterError::StateFile(_, e)
             | ClusterError::Kubeconfig(_, e)
-            | ClusterError::Server(e) => Some(e),
+            | ClusterError::Server(e)
+            | ClusterError::Lock(_, e) => Some(e),
+            ClusterError::Credentials(e) => Some(e),
+            ClusterError::AlreadyServing(_) => None,
         }
     }
 }
@@ -101,6 +133,11 @@ impl std::error::Error for ClusterError {
 pub struct LocalCluster {
     address: SocketAddr,
     state: ClusterState,
+    pki: Arc<Pki>,
+    /// The owner's client certificate, issued at start.
+    admin: ClientCredentials,
+    /// The exclusive lock on the state file, held while serving.
+    _state_lock: Option<File>,
     /// Taken by [`LocalCluster::shutdown`]; `None` afterwards.
     server: Option<JoinHandle<std::io::Result<()>>>,
     writer: Option<JoinHandle<()>>,
@@ -116,6 +153,20 @@ impl Drop for LocalCluster {
 impl LocalCluster {
     /// Starts serving; returns once the port is bound and the built-in namespaces exist.
     pub async fn start(options: Options) -> Result<LocalCluster, ClusterError> {
+        let state_lock = options
+            .state_file
+            .as_deref()
+            .map(lock_state_file)
+            .transpose()?;
+        let pki = match &options.credentials_dir {
+            Some(directory) => Pki::load_or_create(directory),
+            None => Pki::ephemeral(),
+        }
+        .map_err(ClusterError::Credentials)?;
+        let admin = pki
+            .issue_client(ADMIN_USER, &[ADMIN_GROUP])
+            .map_err(ClusterError::Credentials)?;
+        let tls = crate::tls_server::server_config(&pki).map_err(ClusterError::Credentials)?;
         let store = Store::new(options.history_limit, Clock::new(options.clock_speed));
         if let Some(path) = &options.state_file
             && let Some((resource_version, objects)) =
@@ -136,14 +187,15 @@ impl LocalCluster {
             shutdown: shutdown.clone(),
             server_address: Arc::from(address.to_string()),
             pages: Arc::default(),
+            guard: Arc::new(Guard::new(address.port(), pki.admin_token())),
         };
         let app = api::router(state.clone());
-        let token = shutdown.clone();
-        let server = tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(token.cancelled_owned())
-                .await
-        });
+        let server = tokio::spawn(crate::tls_server::serve(
+            listener,
+            tls,
+            app,
+            shutdown.clone(),
+        ));
         if let Some(wanted) = &options.controllers {
             controllers::start(wanted, &store, &shutdown);
         }
@@ -153,6 +205,9 @@ impl LocalCluster {
         Ok(LocalCluster {
             address,
             state,
+            pki: Arc::new(pki),
+            admin,
+            _state_lock: state_lock,
             server: Some(server),
             writer,
         })
@@ -164,33 +219,94 @@ impl LocalCluster {
         self.address
     }
 
-    /// `http://127.0.0.1:<port>`.
+    /// `https://127.0.0.1:<port>`.
     #[must_use]
     pub fn url(&self) -> String {
-        format!("http://{}", self.address)
+        format!("https://{}", self.address)
     }
 
-    /// A kubeconfig whose current context points at this cluster, namespace `default`, no credentials.
+    /// The cluster's CA certificate (PEM), which clients trust.
+    #[must_use]
+    pub fn ca_certificate_pem(&self) -> &str {
+        self.pki.ca_certificate_pem()
+    }
+
+    /// The owner's bearer token.
+    #[must_use]
+    pub fn admin_token(&self) -> &str {
+        self.pki.admin_token()
+    }
+
+    /// The owner's kubeconfig: every permission, namespace `default`, the certificate inline.
     #[must_use]
     pub fn kubeconfig_yaml(&self) -> String {
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: toolforge-local\n  cluster:\n    server: {}\ncontexts:\n- name: toolforge-local\n  context:\n    cluster: toolforge-local\n    namespace: default\n    user: toolforge-local\ncurrent-context: toolforge-local\nusers:\n- name: toolforge-local\n  user: {{}}\npreferences: {{}}\n",
-            self.url()
+        kubeconfig::render(
+            &self.url(),
+            self.ca_certificate_pem(),
+            "default",
+            ADMIN_USER,
+            UserCredentials::Inline(&self.admin),
         )
     }
 
-    /// Writes [`Self::kubeconfig_yaml`] to a file.
+    /// Writes [`Self::kubeconfig_yaml`] to a private file (0600).
     pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
-        std::fs::write(path, self.kubeconfig_yaml())
+        crate::private_files::write(path, self.kubeconfig_yaml())
     }
 
-    /// A kube-rs client for this cluster (default namespace `default`).
+    /// A tool's client certificate (`O=toolforge, CN=<tool>`): it may work in namespace `tool-<tool>` only.
+    pub fn tool_credentials(&self, tool: &str) -> Result<ClientCredentials, ClusterError> {
+        self.pki
+            .issue_client(tool, &[TOOL_GROUP])
+            .map_err(ClusterError::Credentials)
+    }
+
+    /// A tool's kubeconfig (namespace `tool-<tool>`, the certificate inline).
+    pub fn tool_kubeconfig_yaml(&self, tool: &str) -> Result<String, ClusterError> {
+        let credentials = self.tool_credentials(tool)?;
+        Ok(kubeconfig::render(
+            &self.url(),
+            self.ca_certificate_pem(),
+            &format!("tool-{tool}"),
+            tool,
+            UserCredentials::Inline(&credentials),
+        ))
+    }
+
+    /// A kube-rs client for the owner (default namespace `default`).
     pub fn client(&self) -> Result<kube::Client, kube::Error> {
+        self.client_with(&self.admin)
+    }
+
+    /// A kube-rs client authenticated as `tool` (default namespace `tool-<tool>`).
+    pub fn tool_client(&self, tool: &str) -> Result<kube::Client, kube::Error> {
+        let credentials = self
+            .tool_credentials(tool)
+            .map_err(|e| kube::Error::Service(Box::new(e)))?;
+        let mut client = self.client_config(&credentials)?;
+        client.default_namespace = format!("tool-{tool}");
+        kube::Client::try_from(client)
+    }
+
+    fn client_with(&self, credentials: &ClientCredentials) -> Result<kube::Client, kube::Error> {
+        kube::Client::try_from(self.client_config(credentials)?)
+    }
+
+    fn client_config(&self, credentials: &ClientCredentials) -> Result<kube::Config, kube::Error> {
         let url: axum::http::Uri = self
             .url()
             .parse()
             .map_err(|e: axum::http::uri::InvalidUri| kube::Error::Service(Box::new(e)))?;
-        kube::Client::try_from(kube::Config::new(url))
+        let ca = self
+            .pki
+            .ca_certificate_der()
+            .map_err(|e| kube::Error::Service(Box::new(e)))?;
+        let mut config = kube::Config::new(url);
+        config.root_cert = Some(vec![ca]);
+        let base64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+        config.auth_info.client_certificate_data = Some(base64(&credentials.certificate_pem));
+        config.auth_info.client_key_data = Some(base64(&credentials.key_pem).into());
+        Ok(config)
     }
 
     /// The cluster's clock, which every component reads the time from.
@@ -277,6 +393,29 @@ pub struct ServeOptions {
     pub clock_speed: Option<f64>,
 }
 
+/// Where a cluster serving `state_file` keeps its CA and the owner's token: `state.json` →
+/// `state.credentials/`.
+#[must_use]
+pub fn credentials_directory(state_file: &Path) -> PathBuf {
+    state_file.with_extension("credentials")
+}
+
+/// Takes the exclusive lock that makes one cluster the only one serving `state_file`.
+fn lock_state_file(state_file: &Path) -> Result<File, ClusterError> {
+    let mut path = state_file.as_os_str().to_owned();
+    path.push(".lock");
+    let path = PathBuf::from(path);
+    let file =
+        crate::private_files::create(&path).map_err(|e| ClusterError::Lock(path.clone(), e))?;
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(file),
+        Err(rustix::io::Errno::WOULDBLOCK) => {
+            Err(ClusterError::AlreadyServing(state_file.to_owned()))
+        }
+        Err(error) => Err(ClusterError::Lock(path, error.into())),
+    }
+}
+
 /// Serves in the foreground until `shutdown` completes. `ready` is called once with the running cluster (to
 /// print its URL, for instance) after the kubeconfig is written.
 pub async fn serve(
@@ -286,6 +425,7 @@ pub async fn serve(
 ) -> Result<(), ClusterError> {
     let cluster = LocalCluster::start(Options {
         port: options.port,
+        credentials_dir: options.state_file.as_deref().map(credentials_directory),
         state_file: options.state_file,
         tools_home: options.tools_home,
         controllers: options.controllers,

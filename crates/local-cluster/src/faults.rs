@@ -8,13 +8,11 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use axum::extract::{Request, State};
-use axum::http::{Method, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::api::ClusterState;
-use crate::api::path;
-use crate::api::query::Query;
+use crate::api::request_info::RequestInfo;
 use crate::status::ApiError;
 
 /// A rule making matching requests fail.
@@ -130,37 +128,13 @@ impl Faults {
     }
 }
 
-/// The (verb, resource) a request counts as, in the API server's audit vocabulary.
-pub(crate) fn classify(method: &Method, uri: &Uri) -> (String, String) {
-    let Some(target) = path::parse(uri.path()) else {
-        return (method.as_str().to_lowercase(), uri.path().to_owned());
-    };
-    let resource = match &target.subresource {
-        Some(sub) => format!("{}/{sub}", target.resource.plural),
-        None => target.resource.plural.to_owned(),
-    };
-    let named = target.name.is_some();
-    let verb = match *method {
-        Method::GET if named => "get",
-        Method::GET if Query::parse(uri.query()).flag("watch") => "watch",
-        Method::GET => "list",
-        Method::POST => "create",
-        Method::PUT => "update",
-        Method::PATCH => "patch",
-        Method::DELETE if named => "delete",
-        Method::DELETE => "deletecollection",
-        _ => return (method.as_str().to_lowercase(), resource),
-    };
-    (verb.to_owned(), resource)
-}
-
 /// Counts the request, applies latency and injected failures, then runs the handler.
 pub(crate) async fn middleware(
     State(state): State<ClusterState>,
     request: Request,
     next: Next,
 ) -> Response {
-    let (verb, resource) = classify(request.method(), request.uri());
+    let (verb, resource) = RequestInfo::parse(request.method(), request.uri()).counter_key();
     *lock(&state.faults.counters)
         .entry((verb.clone(), resource.clone()))
         .or_default() += 1;
@@ -177,46 +151,6 @@ pub(crate) async fn middleware(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn classifies_requests_like_the_audit_log() {
-        let cases = [
-            (
-                Method::GET,
-                "/apis/batch/v1/namespaces/d/jobs",
-                ("list", "jobs"),
-            ),
-            (
-                Method::GET,
-                "/apis/batch/v1/namespaces/d/jobs?watch=true",
-                ("watch", "jobs"),
-            ),
-            (
-                Method::GET,
-                "/apis/batch/v1/namespaces/d/jobs/x",
-                ("get", "jobs"),
-            ),
-            (
-                Method::PUT,
-                "/apis/batch/v1/namespaces/d/jobs/x/status",
-                ("update", "jobs/status"),
-            ),
-            (
-                Method::DELETE,
-                "/api/v1/namespaces/d/pods",
-                ("deletecollection", "pods"),
-            ),
-            (Method::GET, "/version", ("get", "/version")),
-        ];
-        for (method, uri, (verb, resource)) in cases {
-            let uri: Uri = uri.parse().expect("uri");
-            assert_eq!(
-                classify(&method, &uri),
-                (verb.to_owned(), resource.to_owned()),
-                "{uri}"
-            );
-        }
-    }
 
     #[test]
     fn fault_rules_are_used_up() {

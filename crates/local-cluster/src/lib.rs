@@ -15,6 +15,7 @@
 mod admission;
 mod api;
 mod apply;
+pub mod auth;
 mod bootstrap;
 mod clock;
 mod cluster;
@@ -29,6 +30,7 @@ mod events_view;
 mod faults;
 mod gc;
 mod job;
+pub mod kubeconfig;
 mod kubelet;
 mod logs;
 mod meta;
@@ -36,6 +38,7 @@ mod ops;
 mod patch;
 mod persist;
 mod pod_status;
+pub mod private_files;
 mod protobuf;
 mod quantity;
 mod recorder;
@@ -46,13 +49,15 @@ mod script;
 mod selector;
 mod status;
 mod store;
+mod tls_server;
 mod ttl;
 mod validation;
 
 pub use bootstrap::NODE_NAME;
 pub use clock::Clock;
 pub use cluster::{
-    ClusterError, IDENTITY_NAME, IDENTITY_NAMESPACE, LocalCluster, Options, ServeOptions, serve,
+    ClusterError, IDENTITY_NAME, IDENTITY_NAMESPACE, LocalCluster, Options, ServeOptions,
+    credentials_directory, serve,
 };
 pub use controllers::Controllers;
 pub use faults::Fault;

@@ -1,7 +1,7 @@
 //! The optional state file: every object and the resourceVersion counter as one JSON document, written
 //! atomically (temporary file, fsync, rename, fsync of the directory) shortly after changes and at shutdown,
 //! and read back at start. Watch history is not persisted: clients resuming from an older version get 410 and
-//! relist, as after a real API server's watch-cache reset.
+//! relist, as after a real API server's watch-cache reset. The file is private (0600): it holds every object.
 
 use std::fs;
 use std::io::{self, Write};
@@ -52,7 +52,7 @@ pub(crate) fn save(path: &Path, resource_version: u64, objects: Vec<Value>) -> i
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(".tmp");
     let temporary = PathBuf::from(temporary);
-    let mut file = fs::File::create(&temporary)?;
+    let mut file = crate::private_files::create(&temporary)?;
     file.write_all(&text)?;
     file.sync_all()?;
     drop(file);

@@ -166,6 +166,12 @@ impl ApiError {
         Self::new(400, "BadRequest", message)
     }
 
+    /// 401 for a request without valid credentials.
+    #[must_use]
+    pub fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized")
+    }
+
     /// 403 Forbidden.
     #[must_use]
     pub fn forbidden(message: impl Into<String>) -> Self {

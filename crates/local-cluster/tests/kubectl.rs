@@ -36,13 +36,22 @@ struct Output {
 }
 
 impl Kubectl {
+    /// kubectl as the cluster's owner.
     fn new(binary: &str, cluster: &LocalCluster) -> Self {
+        Self::with_kubeconfig(binary, &cluster.kubeconfig_yaml())
+    }
+
+    /// kubectl as `tool`, with the kubeconfig the cluster mints for it.
+    fn for_tool(binary: &str, cluster: &LocalCluster, tool: &str) -> Self {
+        let kubeconfig = cluster.tool_kubeconfig_yaml(tool).expect("tool kubeconfig");
+        Self::with_kubeconfig(binary, &kubeconfig)
+    }
+
+    fn with_kubeconfig(binary: &str, kubeconfig_yaml: &str) -> Self {
         let binary = PathBuf::from(binary);
         let directory = tempfile::tempdir().expect("temp dir");
         let kubeconfig = directory.path().join("kubeconfig");
-        cluster
-            .write_kubeconfig(&kubeconfig)
-            .expect("kubeconfig written");
+        std::fs::write(&kubeconfig, kubeconfig_yaml).expect("kubeconfig written");
         Kubectl {
             binary,
             directory,
@@ -441,6 +450,79 @@ async fn scenario(binary: &str) {
     let names = kubectl.ok(&["get", "all", "-o", "name"]).await;
     assert!(!names.contains("job.batch/hello"), "{names}");
     cluster.shutdown().await.expect("clean shutdown");
+}
+
+/// A tool's certificate through real kubectl: `auth whoami` names it, `auth can-i` answers from the policy, its
+/// own namespace works, another tool's is forbidden in RBAC's words.
+async fn tool_identity(binary: &str) {
+    let cluster = LocalCluster::start(Options::default())
+        .await
+        .expect("cluster starts");
+    let owner = Kubectl::new(binary, &cluster);
+    owner.ok(&["create", "namespace", "tool-a"]).await;
+    let kubectl = Kubectl::for_tool(binary, &cluster, "a");
+    let whoami = kubectl.ok(&["auth", "whoami"]).await;
+    assert!(
+        whoami.contains("Username") && whoami.contains(" a\n"),
+        "{binary}: {whoami}"
+    );
+    assert!(
+        whoami.contains("[toolforge system:authenticated]"),
+        "{binary}: {whoami}"
+    );
+    for (args, answer) in [
+        (&["auth", "can-i", "create", "jobs"][..], "yes"),
+        (
+            &["auth", "can-i", "delete", "deployments", "-n", "tool-a"],
+            "yes",
+        ),
+        (&["auth", "can-i", "create", "jobs", "-n", "tool-b"], "no"),
+        (&["auth", "can-i", "list", "nodes"], "no"),
+        (&["auth", "can-i", "update", "resourcequotas"], "no"),
+        (&["auth", "can-i", "get", "namespaces/tool-a"], "yes"),
+        (&["auth", "can-i", "get", "namespaces/tool-b"], "no"),
+        (&["auth", "can-i", "get", "/healthz"], "yes"),
+    ] {
+        let output = kubectl.run(args).await;
+        assert_eq!(
+            output.stdout.trim(),
+            answer,
+            "{binary} {args:?}: {}",
+            output.stderr
+        );
+        assert_eq!(output.success, answer == "yes", "{binary} {args:?}");
+    }
+    let manifest = kubectl.file("job.yaml", &job_manifest(1, "a"));
+    assert_eq!(
+        kubectl.ok(&["apply", "-f", &manifest]).await.trim(),
+        "job.batch/hello created",
+        "{binary}"
+    );
+    let denied = kubectl.run(&["get", "jobs", "-n", "tool-b"]).await;
+    assert!(!denied.success);
+    assert!(
+        denied.stderr.contains(
+            "Error from server (Forbidden): jobs.batch is forbidden: User \"a\" cannot list resource \"jobs\" in API group \"batch\" in the namespace \"tool-b\""
+        ),
+        "{binary}: {}",
+        denied.stderr
+    );
+    let owner_whoami = owner.ok(&["auth", "whoami"]).await;
+    assert!(
+        owner_whoami.contains("system:masters"),
+        "{binary}: {owner_whoami}"
+    );
+    cluster.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_27_with_a_tool_certificate_is_confined_to_its_namespace() {
+    tool_identity(&sdk("1.27")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_33_with_a_tool_certificate_is_confined_to_its_namespace() {
+    tool_identity(&sdk("1.33")).await;
 }
 
 fn sdk(version: &str) -> String {

@@ -191,33 +191,61 @@ fn name(fields: &Fields<'_>, problems: &mut Vec<Problem>) -> Option<String> {
         }
         return None;
     };
-    if name.chars().count() > MAX_NAME_LENGTH {
-        problems.push(
-            Problem::error(
-                "jobs::invalid_name",
-                entry.value_range(),
-                format!(
-                    "job name `{name}` is {} characters long; at most {MAX_NAME_LENGTH} are allowed",
-                    name.chars().count()
-                ),
-            )
-            .with_label("too long")
-            .with_help("Kubernetes derives names of runs from it; see https://w.wiki/6YL8"),
-        );
-        return None;
-    }
-    if !is_dns_subdomain(&name) {
-        problems.push(
-            Problem::error("jobs::invalid_name", entry.value_range(), format!("`{name}` is not a valid job name"))
+    match check_job_name(&name) {
+        Ok(()) => Some(name),
+        Err(error @ JobNameError::TooLong { .. }) => {
+            problems.push(
+                Problem::error("jobs::invalid_name", entry.value_range(), error.to_string())
+                    .with_label("too long")
+                    .with_help(JOB_NAME_LENGTH_HELP),
+            );
+            None
+        }
+        Err(JobNameError::Invalid { .. }) => {
+            problems.push(
+                Problem::error(
+                    "jobs::invalid_name",
+                    entry.value_range(),
+                    format!("`{name}` is not a valid job name"),
+                )
                 .with_label("invalid name")
-                .with_help(
-                    "use lowercase letters, digits, `-` and `.`, starting and ending with a letter or digit, \
-                     e.g. `update-index`; see https://w.wiki/6YL8",
-                ),
-        );
-        return None;
+                .with_help(JOB_NAME_HELP),
+            );
+            None
+        }
     }
-    Some(name)
+}
+
+/// Why a job's name is refused, wherever it comes from (jobs.yaml, or a command's `NAME` argument).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JobNameError {
+    #[error("job name `{name}` is {length} characters long; at most {MAX_NAME_LENGTH} are allowed")]
+    TooLong { name: String, length: usize },
+    #[error("`{name}` is not a valid job name: {JOB_NAME_HELP}")]
+    Invalid { name: String },
+}
+
+const JOB_NAME_HELP: &str = "use lowercase letters, digits, `-` and `.`, starting and ending with a letter or digit, \
+                             e.g. `update-index`; see https://w.wiki/6YL8";
+const JOB_NAME_LENGTH_HELP: &str =
+    "Kubernetes derives names of runs from it; see https://w.wiki/6YL8";
+
+/// Checks a job name as upstream does: an RFC 1123 subdomain of at most [`MAX_NAME_LENGTH`] characters. Such a
+/// name is safe in a request path (no `/`, no `..`).
+pub fn check_job_name(name: &str) -> Result<(), JobNameError> {
+    let length = name.chars().count();
+    if length > MAX_NAME_LENGTH {
+        return Err(JobNameError::TooLong {
+            name: name.to_owned(),
+            length,
+        });
+    }
+    if !is_dns_subdomain(name) {
+        return Err(JobNameError::Invalid {
+            name: name.to_owned(),
+        });
+    }
+    Ok(())
 }
 
 /// RFC 1123 subdomain: dot-separated labels of lowercase alphanumerics and `-`, each starting and ending
@@ -516,6 +544,35 @@ mod tests {
     #[test]
     fn job_names_follow_kubernetes_rules() {
         assert!(super::is_dns_subdomain("task1.1"));
+        assert_eq!(super::check_job_name("task1.1"), Ok(()));
+        assert_eq!(
+            super::check_job_name(&"a".repeat(super::MAX_NAME_LENGTH)),
+            Ok(())
+        );
+        for name in [
+            "", "..", ".", "../x", "a/b", "x/../y", "A", "a b", "a?b", "a%2f",
+        ] {
+            assert!(
+                matches!(
+                    super::check_job_name(name),
+                    Err(super::JobNameError::Invalid { .. })
+                ),
+                "{name:?}"
+            );
+        }
+        assert_eq!(
+            super::check_job_name(&"a".repeat(53)).map_err(|error| error.to_string()),
+            Err(format!(
+                "job name `{}` is 53 characters long; at most 52 are allowed",
+                "a".repeat(53)
+            ))
+        );
+        assert_eq!(
+            super::check_job_name("a/b").map_err(|error| error.to_string()),
+            Err("`a/b` is not a valid job name: use lowercase letters, digits, `-` and `.`, starting and ending \
+                 with a letter or digit, e.g. `update-index`; see https://w.wiki/6YL8"
+                .to_owned())
+        );
         assert!(super::is_dns_subdomain("a-b"));
         for name in ["", "A", "a_b", "-a", "a-", "a..b", ".a"] {
             assert!(!super::is_dns_subdomain(name), "{name:?}");

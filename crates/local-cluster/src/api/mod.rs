@@ -9,7 +9,9 @@ mod openapi;
 mod pages;
 pub(crate) mod path;
 pub(crate) mod query;
+pub(crate) mod request_info;
 mod resource;
+mod review;
 mod scale;
 mod table;
 mod watch;
@@ -39,6 +41,7 @@ pub(crate) struct ClusterState {
     pub(crate) shutdown: CancellationToken,
     pub(crate) server_address: Arc<str>,
     pub(crate) pages: Arc<pages::Pages>,
+    pub(crate) guard: Arc<crate::auth::guard::Guard>,
 }
 
 fn json(body: &Value) -> Response {
@@ -47,24 +50,6 @@ fn json(body: &Value) -> Response {
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    response
-}
-
-/// `kubectl auth can-i`: the local cluster authorises every request, so every review is allowed. The body may be
-/// protobuf (kubectl's typed client), which is not needed to give that answer; a JSON spec is echoed back.
-fn access_review(body: &[u8]) -> Response {
-    let spec = serde_json::from_slice::<Value>(body)
-        .ok()
-        .and_then(|review| review.get("spec").cloned())
-        .unwrap_or_else(|| serde_json::json!({}));
-    let mut response = json(&serde_json::json!({
-        "kind": "SelfSubjectAccessReview",
-        "apiVersion": "authorization.k8s.io/v1",
-        "metadata": {},
-        "spec": spec,
-        "status": {"allowed": true, "reason": "the local cluster authorizes every request"},
-    }));
-    *response.status_mut() = axum::http::StatusCode::CREATED;
     response
 }
 
@@ -129,12 +114,20 @@ pub(crate) fn router(state: ClusterState) -> Router {
         )
         .route(
             "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
-            axum::routing::post(|body: axum::body::Bytes| async move { access_review(&body) }),
+            axum::routing::post(review::access_review),
+        )
+        .route(
+            "/apis/authentication.k8s.io/{version}/selfsubjectreviews",
+            axum::routing::post(review::self_subject_review),
         )
         .fallback(resource::handle)
         .layer(middleware::from_fn_with_state(
             state.clone(),
             faults::middleware,
+        ))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::auth::guard::middleware,
         ))
         .with_state(state)
 }

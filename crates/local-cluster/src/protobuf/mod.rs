@@ -1,6 +1,8 @@
 //! Decoding the Kubernetes protobuf encoding of request bodies, which kubectl's generator commands send
-//! (`kubectl create namespace|configmap|job|deployment`, `create job --from=cronjob/...`, `run`): the `k8s\0`
-//! envelope (`runtime.Unknown`) and the generated field tables of every served kind (`schema`).
+//! (`kubectl create namespace|configmap|job|deployment`, `create job --from=cronjob/...`, `run`), and, from
+//! kubectl 1.32 on, `kubectl auth can-i` (an `authorization.k8s.io/v1` `SelfSubjectAccessReview`) and `kubectl
+//! auth whoami` (an `authentication.k8s.io` `SelfSubjectReview`: v1, then v1beta1 and v1alpha1 on a 404): the
+//! `k8s\0` envelope (`runtime.Unknown`) and the generated field tables of every decoded kind (`schema`).
 
 use base64::Engine;
 use serde_json::{Map, Value, json};
@@ -28,10 +30,15 @@ enum Kind {
     IntOrString,
     /// `runtime.RawExtension`, `metav1.FieldsV1`: raw JSON bytes.
     RawJson,
+    /// The `ExtraValue` of `UserInfo.extra` and `SubjectAccessReviewSpec.extra`: a message of one repeated string
+    /// (field 1), a string array in JSON.
+    StringList,
     Message(&'static [Field]),
     MapString,
     MapBytes,
     MapQuantity,
+    /// `map<string, ExtraValue>`.
+    MapStringList,
 }
 
 #[derive(Debug)]
@@ -261,6 +268,18 @@ fn value(reader: &mut Reader<'_>, kind: Kind, wire: u64) -> Result<Option<Value>
             }
             serde_json::from_slice(raw).unwrap_or(Value::Null)
         }
+        (Kind::StringList, 2) => {
+            const ITEMS: &[Field] = &[Field {
+                tag: 1,
+                name: "items",
+                kind: Kind::String,
+                repeated: true,
+            }];
+            message(reader.bytes()?, ITEMS)?
+                .get("items")
+                .cloned()
+                .unwrap_or(json!([]))
+        }
         (Kind::Message(inner), 2) => message(reader.bytes()?, inner)?,
         (_, other) => {
             reader.skip(other)?;
@@ -283,6 +302,7 @@ fn message(bytes: &[u8], schema: &[Field]) -> Result<Value, String> {
             Kind::MapString => Some(Kind::String),
             Kind::MapBytes => Some(Kind::Bytes),
             Kind::MapQuantity => Some(Kind::Quantity),
+            Kind::MapStringList => Some(Kind::StringList),
             _ => None,
         };
         if let (Some(value_kind), 2) = (map_value, wire) {
@@ -295,7 +315,11 @@ fn message(bytes: &[u8], schema: &[Field]) -> Result<Value, String> {
                     _ => entry.skip(entry_wire)?,
                 }
             }
-            let fallback = json!("");
+            let fallback = if matches!(value_kind, Kind::StringList) {
+                json!([])
+            } else {
+                json!("")
+            };
             if let Some(map) = out
                 .entry(field.name)
                 .or_insert_with(|| json!({}))
@@ -367,6 +391,187 @@ mod tests {
         assert_eq!(
             object,
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "labels": {"app": "web"}}, "data": {"a": "b"}})
+        );
+    }
+
+    fn unhex(hex: &str) -> Vec<u8> {
+        (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("test hex"))
+            .collect()
+    }
+
+    // Request bodies captured from kubectl 1.33.1 (`Content-Type: application/vnd.kubernetes.protobuf`).
+    const CAN_I_CREATE_JOBS_1_33: &str = "6b3873000a320a17617574686f72697a6174696f6e2e6b38732e696f2f7631121753656c665375626a65637441636365737352657669657712430a100a0012001a0022002a0032003800420012250a230a06746f6f6c2d6112066372656174651a05626174636822002a046a6f627332003a001a08080012001a0020001a002200";
+    const CAN_I_GET_PODS_LOG_1_33: &str = "6b3873000a320a17617574686f72697a6174696f6e2e6b38732e696f2f7631121753656c665375626a656374416363657373526576696577123f0a100a0012001a0022002a0032003800420012210a1f0a0764656661756c7412036765741a0022002a04706f647332003a036c6f671a08080012001a0020001a002200";
+    const CAN_I_GET_PODS_SUBRESOURCE_LOG_1_33: &str = "6b3873000a320a17617574686f72697a6174696f6e2e6b38732e696f2f7631121753656c665375626a656374416363657373526576696577123e0a100a0012001a0022002a0032003800420012200a1e0a06746f6f6c2d6112036765741a0022002a04706f647332036c6f673a001a08080012001a0020001a002200";
+    const CAN_I_GET_HEALTHZ_1_33: &str = "6b3873000a320a17617574686f72697a6174696f6e2e6b38732e696f2f7631121753656c665375626a656374416363657373526576696577122f0a100a0012001a0022002a003200380042001211120f0a082f6865616c74687a12036765741a08080012001a0020001a002200";
+    const WHOAMI_V1_1_33: &str = "6b3873000a2d0a1861757468656e7469636174696f6e2e6b38732e696f2f7631121153656c665375626a656374526576696577121a0a100a0012001a0022002a0032003800420012060a040a0012001a002200";
+    const WHOAMI_V1BETA1_1_33: &str = "6b3873000a320a1d61757468656e7469636174696f6e2e6b38732e696f2f76316265746131121153656c665375626a656374526576696577121a0a100a0012001a0022002a0032003800420012060a040a0012001a002200";
+    const WHOAMI_V1ALPHA1_1_33: &str = "6b3873000a330a1e61757468656e7469636174696f6e2e6b38732e696f2f7631616c70686131121153656c665375626a656374526576696577121a0a100a0012001a0022002a0032003800420012060a040a0012001a002200";
+
+    #[test]
+    fn decodes_the_access_reviews_of_kubectl_1_33_auth_can_i() {
+        let review = |spec: Value| {
+            json!({
+                "apiVersion": "authorization.k8s.io/v1",
+                "kind": "SelfSubjectAccessReview",
+                "metadata": {},
+                "spec": spec,
+                "status": {"allowed": false, "denied": false},
+            })
+        };
+        let cases = [
+            // `kubectl auth can-i create jobs -n tool-a`
+            (
+                CAN_I_CREATE_JOBS_1_33,
+                json!({"resourceAttributes": {"namespace": "tool-a", "verb": "create", "group": "batch", "resource": "jobs"}}),
+            ),
+            // `kubectl auth can-i get pods/log`: kubectl reads `log` as the name, not the subresource.
+            (
+                CAN_I_GET_PODS_LOG_1_33,
+                json!({"resourceAttributes": {"namespace": "default", "verb": "get", "resource": "pods", "name": "log"}}),
+            ),
+            // `kubectl auth can-i get pods --subresource=log -n tool-a`
+            (
+                CAN_I_GET_PODS_SUBRESOURCE_LOG_1_33,
+                json!({"resourceAttributes": {"namespace": "tool-a", "verb": "get", "resource": "pods", "subresource": "log"}}),
+            ),
+            // `kubectl auth can-i get /healthz`
+            (
+                CAN_I_GET_HEALTHZ_1_33,
+                json!({"nonResourceAttributes": {"path": "/healthz", "verb": "get"}}),
+            ),
+        ];
+        for (body, spec) in cases {
+            assert_eq!(decode(&unhex(body)), Ok(review(spec)));
+        }
+    }
+
+    #[test]
+    fn decodes_the_self_subject_reviews_of_kubectl_1_33_auth_whoami() {
+        for (body, version) in [
+            (WHOAMI_V1_1_33, "v1"),
+            (WHOAMI_V1BETA1_1_33, "v1beta1"),
+            (WHOAMI_V1ALPHA1_1_33, "v1alpha1"),
+        ] {
+            assert_eq!(
+                decode(&unhex(body)),
+                Ok(json!({
+                    "apiVersion": format!("authentication.k8s.io/{version}"),
+                    "kind": "SelfSubjectReview",
+                    "metadata": {},
+                    "status": {"userInfo": {}},
+                }))
+            );
+        }
+    }
+
+    /// kubectl 1.27 (up to 1.31) sends the same reviews as JSON; the protobuf of 1.33 decodes to the same
+    /// apiVersion, kind and spec.
+    #[test]
+    fn kubectl_1_27_sends_the_same_reviews_as_json() {
+        let cases = [
+            (
+                CAN_I_CREATE_JOBS_1_33,
+                r#"{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","metadata":{"creationTimestamp":null},"spec":{"resourceAttributes":{"namespace":"tool-a","verb":"create","group":"batch","resource":"jobs"}},"status":{"allowed":false}}"#,
+            ),
+            (
+                CAN_I_GET_PODS_LOG_1_33,
+                r#"{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","metadata":{"creationTimestamp":null},"spec":{"resourceAttributes":{"namespace":"default","verb":"get","resource":"pods","name":"log"}},"status":{"allowed":false}}"#,
+            ),
+            (
+                CAN_I_GET_PODS_SUBRESOURCE_LOG_1_33,
+                r#"{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","metadata":{"creationTimestamp":null},"spec":{"resourceAttributes":{"namespace":"tool-a","verb":"get","resource":"pods","subresource":"log"}},"status":{"allowed":false}}"#,
+            ),
+            (
+                CAN_I_GET_HEALTHZ_1_33,
+                r#"{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","metadata":{"creationTimestamp":null},"spec":{"nonResourceAttributes":{"path":"/healthz","verb":"get"}},"status":{"allowed":false}}"#,
+            ),
+            (
+                WHOAMI_V1BETA1_1_33,
+                r#"{"kind":"SelfSubjectReview","apiVersion":"authentication.k8s.io/v1beta1","metadata":{"creationTimestamp":null},"status":{"userInfo":{}}}"#,
+            ),
+            (
+                WHOAMI_V1ALPHA1_1_33,
+                r#"{"kind":"SelfSubjectReview","apiVersion":"authentication.k8s.io/v1alpha1","metadata":{"creationTimestamp":null},"status":{"userInfo":{}}}"#,
+            ),
+        ];
+        for (protobuf_1_33, json_1_27) in cases {
+            assert!(matches!(
+                decode(json_1_27.as_bytes()),
+                Err(ProtobufError::Malformed(_))
+            ));
+            let sent: Value = serde_json::from_str(json_1_27).expect("kubectl's JSON");
+            let decoded = decode(&unhex(protobuf_1_33)).expect("decodes");
+            for key in ["apiVersion", "kind", "spec"] {
+                assert_eq!(decoded.get(key), sent.get(key), "{key} of {json_1_27}");
+            }
+        }
+    }
+
+    #[test]
+    fn decodes_selectors_of_access_reviews_and_extra_of_user_info() {
+        let mut requirement = Vec::new();
+        field_bytes(&mut requirement, 1, b"spec.nodeName");
+        field_bytes(&mut requirement, 2, b"In");
+        field_bytes(&mut requirement, 3, b"a");
+        field_bytes(&mut requirement, 3, b"b");
+        let mut field_selector = Vec::new();
+        field_bytes(&mut field_selector, 2, &requirement);
+        let mut label_selector = Vec::new();
+        field_bytes(&mut label_selector, 1, b"app=web");
+        let mut attributes = Vec::new();
+        field_bytes(&mut attributes, 2, b"list");
+        field_bytes(&mut attributes, 4, b"v1");
+        field_bytes(&mut attributes, 5, b"pods");
+        field_bytes(&mut attributes, 8, &field_selector);
+        field_bytes(&mut attributes, 9, &label_selector);
+        let mut spec = Vec::new();
+        field_bytes(&mut spec, 1, &attributes);
+        let mut raw = Vec::new();
+        field_bytes(&mut raw, 2, &spec);
+        let mut type_meta = Vec::new();
+        field_bytes(&mut type_meta, 1, b"authorization.k8s.io/v1");
+        field_bytes(&mut type_meta, 2, b"SelfSubjectAccessReview");
+        let mut body = b"k8s\0".to_vec();
+        field_bytes(&mut body, 1, &type_meta);
+        field_bytes(&mut body, 2, &raw);
+        assert_eq!(
+            decode(&body).expect("decodes")["spec"],
+            json!({"resourceAttributes": {
+                "verb": "list", "version": "v1", "resource": "pods",
+                "fieldSelector": {"requirements": [{"key": "spec.nodeName", "operator": "In", "values": ["a", "b"]}]},
+                "labelSelector": {"rawSelector": "app=web"},
+            }})
+        );
+
+        let mut values = Vec::new();
+        field_bytes(&mut values, 1, b"x");
+        field_bytes(&mut values, 1, b"y");
+        let mut entry = Vec::new();
+        field_bytes(&mut entry, 1, b"scopes");
+        field_bytes(&mut entry, 2, &values);
+        let mut empty_entry = Vec::new();
+        field_bytes(&mut empty_entry, 1, b"none");
+        let mut user_info = Vec::new();
+        field_bytes(&mut user_info, 1, b"tool-a");
+        field_bytes(&mut user_info, 3, b"toolforge");
+        field_bytes(&mut user_info, 4, &entry);
+        field_bytes(&mut user_info, 4, &empty_entry);
+        let mut status = Vec::new();
+        field_bytes(&mut status, 1, &user_info);
+        let mut raw = Vec::new();
+        field_bytes(&mut raw, 2, &status);
+        let mut type_meta = Vec::new();
+        field_bytes(&mut type_meta, 1, b"authentication.k8s.io/v1");
+        field_bytes(&mut type_meta, 2, b"SelfSubjectReview");
+        let mut body = b"k8s\0".to_vec();
+        field_bytes(&mut body, 1, &type_meta);
+        field_bytes(&mut body, 2, &raw);
+        assert_eq!(
+            decode(&body).expect("decodes")["status"],
+            json!({"userInfo": {"username": "tool-a", "groups": ["toolforge"], "extra": {"scopes": ["x", "y"], "none": []}}})
         );
     }
 

@@ -6,8 +6,10 @@
 //! `ErrImagePull`, then `ImagePullBackOff` after `restart_backoff`, and the pod stays Pending.
 //! Probes ([`super::probe`]): a startup probe keeps the container not `started` and the others off until it
 //! passes; a readiness probe drives `ready` and the pod's `Ready` condition (a container without one is ready
-//! once started); a failed liveness or startup probe (`failureThreshold` in a row) kills the container
-//! (`Killing`, SIGTERM then SIGKILL after the grace period), which then restarts as the restart policy says.
+//! once started). Whatever its probes say, a container is shown ready only once it has stayed running through
+//! one status sync ([`STATUS_SYNC`], a real second): a process that exits sooner is never ready. A failed
+//! liveness or startup probe (`failureThreshold` in a row) kills the container (`Killing`, SIGTERM then SIGKILL
+//! after the grace period), which then restarts as the restart policy says.
 //! Every failed probe records `Unhealthy` `<Kind> probe failed: <output>`.
 //! The status writes and Events are the scripted kubelet's ([`Step`]).
 
@@ -35,6 +37,10 @@ use crate::store::{Change, ObjectKey, Store};
 const POLL: Duration = Duration::from_millis(25);
 /// How long output still in the pipes is awaited once the process exited (a background child may hold them).
 const DRAIN: Duration = Duration::from_millis(500);
+/// The kubelet's status-sync period (PLEG relist and status manager, 1 s on Kubernetes): a started container is
+/// shown running but not ready until it has stayed running this long, so a process that exits sooner is seen
+/// terminated and is never ready. Real time, as the process runs in real time whatever the clock's speed.
+const STATUS_SYNC: Duration = Duration::from_secs(1);
 
 /// A started process.
 #[derive(Debug)]
@@ -49,8 +55,12 @@ struct Running {
     probes: Vec<Prober>,
     /// Whether the startup probe succeeded (true without one): until then no other probe runs.
     started: bool,
-    /// The readiness the status shows.
+    /// Whether the container is ready as its probes say (true without a readiness probe once started).
     ready: bool,
+    /// When the process started: it shows ready only after [`STATUS_SYNC`] from then.
+    since: Instant,
+    /// The readiness the status shows: `ready` once the container has stayed running through a status sync.
+    shown_ready: bool,
 }
 
 /// Sends SIGTERM to the container's processes; SIGKILL follows after the pod's grace period (cluster time).
@@ -511,13 +521,9 @@ impl ProcessKubelet {
         let has = |kind: Kind| probes.iter().any(|p| p.kind == kind);
         let mut step = step;
         step.starting = has(Kind::Startup);
-        // With a startup or readiness probe the container starts not ready.
-        let outcome = if step.starting || has(Kind::Readiness) {
-            Outcome::NeverReady
-        } else {
-            Outcome::RunForever
-        };
-        let (mut action, _) = step.start(&outcome);
+        // Every container starts not ready: without a startup or readiness probe it becomes ready once it has
+        // stayed running through a status sync.
+        let (mut action, _) = step.start(&Outcome::NeverReady);
         action.requeue_after = Some(self.clock.cluster(POLL));
         run.state = State::Running(Box::new(Running {
             child,
@@ -525,7 +531,9 @@ impl ProcessKubelet {
             exited: None,
             kill_at: None,
             started: !has(Kind::Startup),
-            ready: outcome == Outcome::RunForever,
+            ready: !has(Kind::Startup) && !has(Kind::Readiness),
+            since: started,
+            shown_ready: false,
             probes,
         }));
         (action, true)
@@ -542,7 +550,7 @@ impl ProcessKubelet {
                 .map(|c| c.command(argv))
         };
         let has_readiness = running.probes.iter().any(|p| p.kind == Kind::Readiness);
-        let (was_started, was_ready) = (running.started, running.ready);
+        let (was_started, was_ready) = (running.started, running.shown_ready);
         let mut failed: Option<Kind> = None;
         for prober in &mut running.probes {
             // The startup probe runs until it succeeds; the others only after it.
@@ -568,9 +576,11 @@ impl ProcessKubelet {
                 (_, None | Some(Verdict::Success { .. })) => {}
             }
         }
-        if (running.started, running.ready) != (was_started, was_ready) {
+        let synced = running.since.elapsed() >= STATUS_SYNC;
+        running.shown_ready = running.ready && synced;
+        if (running.started, running.shown_ready) != (was_started, was_ready) {
             step.starting = !running.started;
-            step.running(running.ready);
+            step.running(running.shown_ready);
         }
         if let Some(kind) = failed {
             let restarted = meta::str_at(pod, &["spec", "restartPolicy"]) != Some("Never");

@@ -545,6 +545,22 @@ const CASES: &[Case] = &[
         reason: "`--replace`",
     },
     Case {
+        name: "a reconcile nobody asked for leaves a done rerun: always one-off done",
+        state: State {
+            applied: MIGRATE_ALWAYS,
+            live: &[],
+            recorded: &["migrate"],
+            runs: &[("migrate", Outcome::Succeeded)],
+        },
+        file: MIGRATE_ALWAYS,
+        options: || PlanOptions {
+            ignore_rerun_always: true,
+            ..PlanOptions::pruning()
+        },
+        expected: &[("migrate", "done:succeeded")],
+        reason: "succeeded",
+    },
+    Case {
         name: "rerun: always runs a done one-off again",
         state: State {
             applied: MIGRATE_ALWAYS,
@@ -1241,7 +1257,7 @@ fn name_state() -> impl Strategy<Value = NameState> {
 }
 
 fn options() -> impl Strategy<Value = PlanOptions> {
-    (any::<[bool; 5]>(), proptest::option::of(0..4usize)).prop_map(|(flags, named)| {
+    (any::<[bool; 6]>(), proptest::option::of(0..4usize)).prop_map(|(flags, named)| {
         let name = named.map(|index| ["a", "b", "c", "d"][index].to_owned());
         PlanOptions {
             only_jobs: if flags[0] {
@@ -1257,6 +1273,7 @@ fn options() -> impl Strategy<Value = PlanOptions> {
             retry_failed: flags[2],
             prune: flags[3],
             allow_mass_delete: flags[4],
+            ignore_rerun_always: flags[5],
             allow_empty: flags[4],
         }
     })

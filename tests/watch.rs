@@ -386,6 +386,60 @@ async fn an_idle_daemon_makes_no_requests() {
     eprintln!("save to first write: {:?}", saved.elapsed());
 }
 
+const ALWAYS: &str = "\
+- name: bot
+  command: ./bot.py
+  image: python3.11
+  continuous: true
+- name: report
+  command: ./report.sh
+  image: bookworm
+  rerun: always
+";
+
+/// `rerun: always` is once per apply the user asked for: the daemon's start, then each change of the file. Its
+/// own new Job, the Job finishing, drift repair and resyncs do not run it again (it used to be re-created about
+/// three times a second, forever).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rerun_always_runs_once_per_file_change_not_per_reconcile() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(ALWAYS);
+    let daemon = cluster.spawn_watch(&["--resync", "2s"]);
+    eventually(TIMEOUT, "`report` ran once", || async {
+        cluster.local.request_count("create", "jobs") >= 1
+    })
+    .await;
+    // Drift: a Deployment deleted by hand is repaired without running `report` again.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    deployments(&cluster)
+        .delete("bot", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(TIMEOUT, "`bot` is repaired", || exists(&cluster, "bot")).await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(
+        cluster.local.request_count("create", "jobs"),
+        1,
+        "30 s without a file change, drift and resyncs included\n{}",
+        daemon.log()
+    );
+
+    cluster.write_jobs(&ALWAYS.replace("./bot.py", "./bot.py --fast"));
+    eventually(
+        TIMEOUT,
+        "a change of the file, even of another job, runs `report` again",
+        || async { cluster.local.request_count("create", "jobs") >= 2 },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        cluster.local.request_count("create", "jobs"),
+        2,
+        "{}",
+        daemon.log()
+    );
+}
+
 /// The numbers of docs/watch.md, for 300 jobs: resident memory, CPU and API requests over a minute of idling, and
 /// the time from saving the file to the first write with the default debounce. Run by hand:
 /// `cargo test --test watch -- --ignored --nocapture measure`, with `TOOLFORGE_JOBS_BIN=target/release/toolforge-jobs`

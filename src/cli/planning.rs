@@ -63,6 +63,10 @@ pub struct PlanArgs {
     /// Skip the server-side dry run of the planned writes (`diff`, `apply --dry-run`)
     #[arg(long)]
     pub no_server_dry_run: bool,
+
+    /// Set by the daemon for reconciles the user did not ask for ([`PlanOptions::ignore_rerun_always`]).
+    #[arg(skip)]
+    pub ignore_rerun_always: bool,
 }
 
 impl PlanArgs {
@@ -74,6 +78,7 @@ impl PlanArgs {
             prune: !self.no_prune,
             allow_mass_delete: self.allow_mass_delete,
             allow_empty: self.allow_empty,
+            ignore_rerun_always: self.ignore_rerun_always,
         }
     }
 }

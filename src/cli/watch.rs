@@ -284,6 +284,7 @@ impl Daemon {
                 allow_empty: false,
                 set_name: args.set_name.clone(),
                 no_server_dry_run: true,
+                ignore_rerun_always: false,
             },
             printer,
             concurrency: usize::from(args.concurrency),
@@ -314,6 +315,9 @@ impl Daemon {
             .iter()
             .map(|located| located.job.name.clone())
             .collect();
+        // `rerun: always` is once per apply the user asked for: the start and each change of the file. Drift
+        // (our own writes among it), resyncs and retries must not run those jobs again.
+        self.plan_args.ignore_rerun_always = !matches!(trigger, Trigger::Start | Trigger::File);
         let prepared = plan_loaded(
             self.connection.clone(),
             self.source.clone(),

@@ -48,6 +48,9 @@ pub struct PlanOptions {
     pub allow_mass_delete: bool,
     /// `--allow-empty`: accept an empty file (which deletes every job of the inventory).
     pub allow_empty: bool,
+    /// A plan nobody asked for (the daemon's drift repair, resync or retry): `rerun: always` one-offs are planned
+    /// like the others, so they run once per apply the user asked for, not once per reconcile.
+    pub ignore_rerun_always: bool,
 }
 
 impl PlanOptions {

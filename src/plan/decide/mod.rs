@@ -455,13 +455,15 @@ impl Desired<'_> {
         if !self.is_one_off() {
             return None;
         }
-        if matches!(
-            self.job.kind,
-            JobKind::OneOff {
-                rerun: Some(Rerun::Always),
-                ..
-            }
-        ) {
+        if !self.options.ignore_rerun_always
+            && matches!(
+                self.job.kind,
+                JobKind::OneOff {
+                    rerun: Some(Rerun::Always),
+                    ..
+                }
+            )
+        {
             return Some("`rerun: always`".to_owned());
         }
         (self.options.retry_failed && last == Some(Outcome::Failed))

@@ -4,7 +4,9 @@
 
 use std::fs;
 use std::io::{self, Write as _};
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::{
+    DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _,
+};
 use std::path::Path;
 
 /// The mode of every private file.
@@ -26,11 +28,21 @@ pub fn create(path: &Path) -> io::Result<fs::File> {
     let file = fs::OpenOptions::new()
         .write(true)
         .create(true)
-        .truncate(true)
+        // Truncated below, once the file is known to be ours.
+        .truncate(false)
         .mode(FILE_MODE)
         .open(path)?;
+    // Someone else's file (made in a shared directory before us) stays readable to them whatever its mode: refuse
+    // it before writing, even as root, whom fchmod would not stop.
+    if file.metadata()?.uid() != rustix::process::geteuid().as_raw() {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "the file belongs to another user",
+        ));
+    }
     // `mode` applies only when the file is new; an older file keeps its mode unless narrowed here.
     file.set_permissions(fs::Permissions::from_mode(FILE_MODE))?;
+    file.set_len(0)?;
     Ok(file)
 }
 
@@ -65,5 +77,19 @@ mod tests {
         write(&file, "new").expect("rewritten");
         assert_eq!(mode(&file), 0o600);
         assert_eq!(fs::read_to_string(&file).expect("read"), "new");
+    }
+
+    #[test]
+    fn another_users_file_is_not_written() {
+        if !rustix::process::geteuid().is_root() {
+            return; // only root can make a file that belongs to someone else
+        }
+        let root = tempfile::tempdir().expect("temp dir");
+        let file = root.path().join("kubeconfig");
+        fs::write(&file, "theirs").expect("written");
+        std::os::unix::fs::chown(&file, Some(65534), Some(65534)).expect("chown");
+        let error = write(&file, "secret").expect_err("refused");
+        assert_eq!(error.kind(), io::ErrorKind::PermissionDenied);
+        assert_eq!(fs::read_to_string(&file).expect("read"), "theirs");
     }
 }

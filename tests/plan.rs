@@ -228,6 +228,13 @@ const MIGRATE_TRIGGER: &str =
     "- name: migrate\n  command: ./migrate.sh\n  image: python3.11\n  trigger: \"2026-12\"\n";
 const MIGRATE_ALWAYS: &str =
     "- name: migrate\n  command: ./migrate.sh\n  image: python3.11\n  rerun: always\n";
+const WAIT_THEN_BOT: &str = "- name: migrate\n  command: ./migrate.sh\n  image: python3.11\n  wait: true\n\
+- name: bot\n  command: ./bot.py\n  image: python3.11\n  continuous: true\n";
+const WAIT_THEN_BOT_NIGHTLY: &str = "- name: migrate\n  command: ./migrate.sh\n  image: python3.11\n  wait: true\n\
+- name: bot\n  command: ./bot.py\n  image: python3.11\n  continuous: true\n\
+- name: nightly\n  command: ./nightly.sh\n  image: bookworm\n  schedule: \"0 3 * * *\"\n";
+const WAIT_V2_THEN_BOT: &str = "- name: migrate\n  command: ./migrate.sh --v2\n  image: python3.11\n  wait: true\n\
+- name: bot\n  command: ./bot.py\n  image: python3.11\n  continuous: true\n";
 const ALL: &str = "- name: bot\n  command: ./bot.py\n  image: python3.11\n  continuous: true\n\
 - name: nightly\n  command: ./nightly.sh\n  image: bookworm\n  schedule: \"0 3 * * *\"\n\
 - name: migrate\n  command: ./migrate.sh\n  image: python3.11\n";
@@ -789,6 +796,93 @@ const CASES: &[Case] = &[
         expected: &[("nightly", "update")],
         reason: "`schedule`",
     },
+    Case {
+        name: "the jobs after a `wait` one-off whose Job failed are held",
+        state: State {
+            applied: WAIT_THEN_BOT,
+            live: &[("migrate", failed)],
+            recorded: &["migrate"],
+            runs: &[("migrate", Outcome::Failed)],
+        },
+        file: WAIT_THEN_BOT,
+        options: pruning,
+        expected: &[("migrate", "unchanged"), ("bot", "held")],
+        reason: "failed",
+    },
+    Case {
+        name: "the jobs after a cleaned-up `wait` one-off that failed are held, prunes too",
+        state: State {
+            applied: WAIT_THEN_BOT_NIGHTLY,
+            live: &[("bot", ours), ("nightly", ours)],
+            recorded: &["migrate", "bot", "nightly"],
+            runs: &[("migrate", Outcome::Failed)],
+        },
+        file: "- name: migrate\n  command: ./migrate.sh\n  image: python3.11\n  wait: true\n\
+- name: bot\n  command: ./bot.py\n  image: python3.11\n  continuous: true\n  mem: 1Gi\n",
+        options: pruning,
+        expected: &[
+            ("migrate", "done:failed"),
+            ("bot", "held"),
+            ("nightly", "held"),
+        ],
+        reason: "failed",
+    },
+    Case {
+        name: "--retry-failed runs a failed `wait` one-off again and releases the jobs after it",
+        state: State {
+            applied: WAIT_THEN_BOT,
+            live: &[],
+            recorded: &["migrate"],
+            runs: &[("migrate", Outcome::Failed)],
+        },
+        file: WAIT_THEN_BOT,
+        options: || PlanOptions {
+            retry_failed: true,
+            ..PlanOptions::pruning()
+        },
+        expected: &[("migrate", "rerun"), ("bot", "create")],
+        reason: "`--retry-failed`",
+    },
+    Case {
+        name: "a fixed `wait` one-off runs again and releases the jobs after it",
+        state: State {
+            applied: WAIT_THEN_BOT,
+            live: &[("migrate", failed)],
+            recorded: &["migrate"],
+            runs: &[("migrate", Outcome::Failed)],
+        },
+        file: WAIT_V2_THEN_BOT,
+        options: pruning,
+        expected: &[("migrate", "replace"), ("bot", "create")],
+        reason: "`command` changed",
+    },
+    Case {
+        name: "the jobs after a running `wait` one-off wait for it",
+        state: State {
+            applied: WAIT_THEN_BOT,
+            live: &[("migrate", ours)],
+            recorded: &["migrate"],
+            runs: &[("migrate", Outcome::Unknown)],
+        },
+        file: WAIT_THEN_BOT,
+        options: pruning,
+        expected: &[("migrate", "unchanged"), ("bot", "create")],
+        reason: "the jobs after it wait for it",
+    },
+    Case {
+        name: "a failed one-off without `wait` holds nothing",
+        state: State {
+            applied: MIGRATE,
+            live: &[],
+            recorded: &["migrate"],
+            runs: &[("migrate", Outcome::Failed)],
+        },
+        file: "- name: migrate\n  command: ./migrate.sh\n  image: python3.11\n\
+- name: bot\n  command: ./bot.py\n  image: python3.11\n  continuous: true\n",
+        options: pruning,
+        expected: &[("migrate", "done:failed"), ("bot", "create")],
+        reason: "failed",
+    },
 ];
 
 #[test]
@@ -845,6 +939,7 @@ fn every_action_is_covered_by_the_table() {
         "adopt",
         "conflict",
         "ignored",
+        "held",
     ] {
         assert!(covered.contains(action), "no case for `{action}`");
     }
@@ -864,6 +959,76 @@ fn a_failed_one_off_says_how_to_run_it_again() {
         Some("run it again with `--retry-failed` or `--replace migrate`")
     );
     assert!(!plan.has_changes());
+}
+
+#[test]
+fn held_jobs_write_nothing_and_name_the_failed_barrier() {
+    let state = State {
+        applied: WAIT_THEN_BOT_NIGHTLY,
+        live: &[("nightly", ours)],
+        recorded: &["migrate", "nightly"],
+        runs: &[("migrate", Outcome::Failed)],
+    };
+    let plan = plan_of(&state, WAIT_THEN_BOT, &pruning());
+    assert_eq!(plan.held_by(), Some("migrate"));
+    assert!(!plan.has_changes(), "{:#?}", plan.actions);
+    assert!(
+        plan.actions[0]
+            .hint
+            .as_deref()
+            .unwrap()
+            .contains("held until it succeeds"),
+        "{:?}",
+        plan.actions[0].hint
+    );
+    for held in &plan.actions[1..] {
+        assert_eq!(held.action, Action::Held, "{held:#?}");
+        assert!(held.writes.is_empty() && held.deletes.is_empty() && !held.records_run);
+        assert_eq!(
+            held.waits,
+            vec![plan::Wait::Barrier {
+                job: "migrate".to_owned()
+            }]
+        );
+    }
+    assert!(
+        plan.action("bot")
+            .unwrap()
+            .reason
+            .starts_with("held: `migrate` (wait) failed; then create: new job")
+    );
+    assert!(
+        plan.action("nightly")
+            .unwrap()
+            .reason
+            .contains("then delete")
+    );
+    assert_eq!(plan.counts["held"], 2);
+    let json: Value = serde_json::from_str(&plan.to_json()).unwrap();
+    assert_eq!(json["actions"][1]["action"], "held");
+    assert_eq!(
+        json["actions"][1]["waits"],
+        json!([{"for": "barrier", "job": "migrate"}])
+    );
+    let text = toolforge_jobs::output::plan::render(&plan, &LiveState::default(), false);
+    assert!(
+        text.contains("held back by `migrate` (wait), which failed"),
+        "{text}"
+    );
+
+    // A running `wait` one-off is waited for, not held.
+    let running = State {
+        applied: WAIT_THEN_BOT,
+        live: &[("migrate", ours)],
+        recorded: &["migrate"],
+        runs: &[("migrate", Outcome::Unknown)],
+    };
+    let plan = plan_of(&running, WAIT_THEN_BOT, &pruning());
+    assert_eq!(plan.held_by(), None);
+    assert_eq!(
+        plan.actions[0].waits,
+        vec![plan::Wait::Completed { barrier: true }]
+    );
 }
 
 #[test]

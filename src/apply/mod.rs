@@ -1,14 +1,15 @@
 //! `apply`: carries out a [`Plan`] against the cluster (SPEC §7).
 //!
 //! The fourth stage of the pipeline. Order: the file's jobs in file order, cut into stages after every one-off
-//! with `wait` (a barrier: the next stage starts only after it succeeded); inside a stage, actions run
-//! concurrently (bounded); prunes come last. Per action: deletes first (never with the Job default `Orphan`
-//! propagation, guarded by the UID we planned against), and when the same object is written again, we wait until
-//! that UID is gone before creating it; then the writes (POST, PUT guarded by the listed resourceVersion, or a
-//! merge patch of our labels for an adoption). A one-off's run is recorded in the inventory **before** its Job is
-//! created, so a crash can leave "outcome unknown" but never a second run. Transient API errors are retried
-//! ([`crate::cluster::retry`]); any other error stops the apply and names the job. Ctrl-C stops starting new
-//! actions; the ones in flight finish.
+//! with `wait` (a barrier: the next stage starts only after it succeeded; an unchanged one whose Job an earlier
+//! apply started and that is still running is waited for by its live UID; the plan holds the jobs after one whose
+//! current definition failed); inside a stage, actions run concurrently (bounded); prunes come last. Per action:
+//! deletes first (never with the Job default `Orphan` propagation, guarded by the UID we planned against), and
+//! when the same object is written again, we wait until that UID is gone before creating it; then the writes
+//! (POST, PUT guarded by the listed resourceVersion, or a merge patch of our labels for an adoption). A one-off's
+//! run is recorded in the inventory **before** its Job is created, so a crash can leave "outcome unknown" but
+//! never a second run. Transient API errors are retried ([`crate::cluster::retry`]); any other error stops the
+//! apply and names the job. Ctrl-C stops starting new actions; the ones in flight finish.
 
 mod event;
 mod waiting;
@@ -135,8 +136,8 @@ impl Executor {
     }
 
     /// Carries out `plan` and returns what it did. After each stage whose last job is a `wait` one-off that was
-    /// started, it waits for that Job (the outcome is recorded in the inventory); the next stage starts only when
-    /// it succeeded.
+    /// started (or is still running, unchanged), it waits for that Job (the outcome is recorded in the inventory);
+    /// the next stage starts only when it succeeded.
     pub async fn execute(&self, plan: &Plan) -> Result<Applied, ApplyError> {
         let mut applied = Applied::default();
         let (prunes, main): (Vec<&PlannedAction>, Vec<&PlannedAction>) = plan
@@ -179,7 +180,7 @@ impl Executor {
             }
             if let Some(last) = stage.last()
                 && is_barrier(last)
-                && let Some(uid) = applied.started_jobs.get(&last.job)
+                && let Some(uid) = self.barrier_uid(&applied, last)
             {
                 let timeout = self
                     .options
@@ -187,7 +188,7 @@ impl Executor {
                     .get(&last.job)
                     .copied()
                     .unwrap_or(DEFAULT_BARRIER_TIMEOUT);
-                let target = self.job_target(&last.job, uid);
+                let target = self.job_target(&last.job, &uid);
                 let mut outcomes =
                     Box::pin(self.wait_for(vec![target], tokio::time::Instant::now() + timeout))
                         .await?;
@@ -250,6 +251,22 @@ impl Executor {
                 }
             })
             .await
+    }
+
+    /// The Job a barrier waits for: the one this apply started, else the live Job of an unchanged `wait` one-off
+    /// that is still running (started by an earlier apply).
+    fn barrier_uid(&self, applied: &Applied, barrier: &PlannedAction) -> Option<String> {
+        if let Some(uid) = applied.started_jobs.get(&barrier.job) {
+            return Some(uid.clone());
+        }
+        if barrier.action != Action::Unchanged {
+            return None;
+        }
+        self.live
+            .jobs
+            .iter()
+            .find(|job| job.metadata.name.as_deref() == Some(barrier.job.as_str()))
+            .and_then(|job| job.metadata.uid.clone())
     }
 
     fn stopped(&self, applied: &mut Applied) -> bool {

@@ -1,7 +1,8 @@
 //! `toolforge-jobs apply` (alias `load`): validate, take the lock, plan, print the plan, carry it out (SPEC §7).
 //!
 //! Exit codes: 0 applied (or nothing to change), 1 API error or a plan that cannot be applied (conflict, quota,
-//! limits), 2 invalid file, 4 a `wait` one-off failed, 5 timed out waiting, 6 the lock is held, 7 refused by a
+//! limits), 2 invalid file, 4 a `wait` one-off failed (in this apply, or in an earlier one with the definition it
+//! still has: the jobs after it are held), 5 timed out waiting, 6 the lock is held, 7 refused by a
 //! safety guard (or deletes not confirmed), 130 interrupted.
 
 use std::io::{BufRead as _, IsTerminal as _};
@@ -145,6 +146,10 @@ async fn carry_out(
         });
     }
     if !planned.needs_writes() {
+        if let Some(barrier) = plan.held_by() {
+            printer.message(&held_message(barrier))?;
+            return Ok(ExitStatus::JobFailed);
+        }
         return Ok(ExitStatus::Success);
     }
     let prunes: Vec<&str> = plan
@@ -180,17 +185,40 @@ async fn carry_out(
         (_, true) => {
             "interrupted: the writes in flight finished, nothing else was started\n".to_owned()
         }
-        (Some((job, _)), false) => {
-            format!("error: `{job}` has `wait`: the jobs after it were not applied\n")
-        }
-        (None, false) => format!(
-            "applied: {} of {} jobs changed\n",
-            applied.done.len(),
-            plan.actions.len()
+        (Some((job, wait::Outcome::TimedOut(_))), false) => format!(
+            "error: `{job}` has `wait` and did not finish in time: the jobs after it were not applied; the next \
+             apply waits for it again while it runs\n"
         ),
+        (Some((job, _)), false) => format!(
+            "error: `{job}` has `wait`: the jobs after it were not applied; fix it (a changed definition runs \
+             again), or run it again with `--retry-failed` or `--replace {job}`\n"
+        ),
+        (None, false) => match plan.held_by() {
+            Some(barrier) => held_message(barrier),
+            None => format!(
+                "applied: {} of {} jobs changed\n",
+                applied.done.len(),
+                plan.actions.len()
+            ),
+        },
     };
     printer.message(&message)?;
-    Ok(status)
+    // A failed `wait` one-off of an earlier apply holds the jobs after it back: a job failed (SPEC §7).
+    match (status, plan.held_by()) {
+        (ExitStatus::Success | ExitStatus::TimedOut, Some(_)) if !applied.interrupted => {
+            Ok(ExitStatus::JobFailed)
+        }
+        (status, _) => Ok(status),
+    }
+}
+
+/// What to do about a `wait` one-off whose last run with its current definition failed.
+fn held_message(barrier: &str) -> String {
+    format!(
+        "error: `{barrier}` has `wait` and its last run with this definition failed: the jobs after it are held \
+         and were not applied; fix it (a changed definition runs again), or run it again with `--retry-failed` or \
+         `--replace {barrier}`\n"
+    )
 }
 
 /// Carries the plan out and, with `--wait`, waits for what it started; the exit status and what was done.

@@ -47,10 +47,15 @@ pub fn summary(plan: &Plan) -> String {
                 .map(|count| format!("{count} {name}"))
         })
         .collect();
+    let held = plan
+        .held_by()
+        .map(|barrier| format!("; held back by `{barrier}` (wait), which failed"));
     let verdict = if plan.is_refused() {
         "; refused by a safety guard"
     } else if plan.has_errors() {
         "; has errors"
+    } else if let Some(held) = &held {
+        held
     } else if plan.has_changes() {
         ""
     } else {
@@ -69,6 +74,7 @@ const ACTION_ORDER: &[&str] = &[
     "adopt",
     "delete",
     "conflict",
+    "held",
     "unchanged",
     "done",
     "ignored",
@@ -369,7 +375,7 @@ impl Paint {
         match action {
             Action::Create | Action::Rerun | Action::Adopt => self.green(text),
             Action::Update | Action::Replace | Action::Repair => self.style("33", text),
-            Action::Delete | Action::Conflict => self.red(text),
+            Action::Delete | Action::Conflict | Action::Held => self.red(text),
             Action::Unchanged | Action::Done { .. } | Action::Ignored => text.to_owned(),
         }
     }

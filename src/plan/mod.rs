@@ -112,6 +112,19 @@ impl Plan {
         !self.refusals.is_empty()
     }
 
+    /// The `wait` one-off that holds back the jobs after it: its last run with its current definition failed
+    /// (SPEC §7: later jobs are applied only after it succeeded). `None` when nothing is held.
+    pub fn held_by(&self) -> Option<&str> {
+        self.actions
+            .iter()
+            .filter(|action| action.action == Action::Held)
+            .flat_map(|action| &action.waits)
+            .find_map(|wait| match wait {
+                Wait::Barrier { job } => Some(job.as_str()),
+                _ => None,
+            })
+    }
+
     /// The action planned for job `name`.
     pub fn action(&self, name: &str) -> Option<&PlannedAction> {
         self.actions.iter().find(|action| action.job == name)
@@ -196,6 +209,9 @@ pub enum Action {
     Conflict,
     /// A jobs-framework object outside the inventory and the file: listed, left alone.
     Ignored,
+    /// A change after a `wait` one-off whose last run with its current definition failed: not written until
+    /// that one-off succeeds (SPEC §7); its [`Wait::Barrier`] names the one-off, the reason what would be done.
+    Held,
 }
 
 impl Action {
@@ -213,6 +229,7 @@ impl Action {
             Action::Adopt => "adopt",
             Action::Conflict => "conflict",
             Action::Ignored => "ignored",
+            Action::Held => "held",
         }
     }
 
@@ -220,7 +237,11 @@ impl Action {
     pub fn changes(self) -> bool {
         !matches!(
             self,
-            Action::Unchanged | Action::Done { .. } | Action::Ignored | Action::Conflict
+            Action::Unchanged
+                | Action::Done { .. }
+                | Action::Ignored
+                | Action::Conflict
+                | Action::Held
         )
     }
 }
@@ -303,12 +324,15 @@ pub enum Propagation {
 pub enum Wait {
     /// The deleted object (by UID) is gone, before its replacement is created.
     Deleted { object: ObjectRef },
-    /// A one-off's Job finished; `barrier`: later jobs of the file wait for it to succeed (`wait`).
+    /// A one-off's Job finished; `barrier`: later jobs of the file wait for it to succeed (`wait`), also when it
+    /// is the live Job of an unchanged one-off that is still running.
     Completed { barrier: bool },
     /// A Deployment's rollout of our write is complete.
     RolledOut,
     /// A CronJob was accepted by the controller.
     Accepted,
+    /// A held action: the `wait` one-off `job` before it must succeed first (on a later apply).
+    Barrier { job: String },
 }
 
 /// The server-side dry run's verdict on a planned action (filled in by the shell).

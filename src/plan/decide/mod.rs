@@ -19,6 +19,7 @@ use crate::plan::{
 use crate::render::inventory::{Inventory, JobRecord, Outcome};
 use crate::render::limits::violations;
 use crate::render::{Kind, RenderContext, Rendered, labels, read_back_ref};
+use one_off::Barrier;
 
 /// Computes the plan: `desired` is the file's jobs in file order with their rendered objects, `live` what the
 /// cluster lists, `inventory` what the set recorded, `context` the rendering context (for read-back).
@@ -33,23 +34,31 @@ pub fn compute(
     let none = BTreeMap::new();
     let in_file: BTreeSet<&str> = desired.iter().map(|(job, _)| job.name.as_str()).collect();
     let mut actions = Vec::new();
+    // The first `wait` one-off whose current definition failed: everything after it is held (SPEC §7).
+    let mut failed_barrier = None;
     for (job, rendered) in desired {
         if !options.only_jobs.is_empty() && !options.only_jobs.contains(&job.name) {
             continue;
         }
         let objects = index.get(&job.name).unwrap_or(&none);
         let record = inventory.jobs.get(&job.name);
-        actions.push(
-            Desired {
-                job,
-                rendered,
-                objects,
-                record,
-                context,
-                options,
+        let desired = Desired {
+            job,
+            rendered,
+            objects,
+            record,
+            context,
+            options,
+        };
+        let mut action = desired.decide();
+        if failed_barrier.is_none() {
+            match desired.barrier(&action) {
+                Some(Barrier::Failed) => failed_barrier = Some(actions.len()),
+                Some(Barrier::Running) => one_off::awaited(&mut action),
+                None => {}
             }
-            .decide(),
-        );
+        }
+        actions.push(action);
     }
     if options.only_jobs.is_empty() {
         let others: BTreeSet<&String> = inventory
@@ -68,6 +77,12 @@ pub fn compute(
         }
     }
     let refusals = guards::check(&actions, desired, inventory, options);
+    if let Some(index) = failed_barrier {
+        let (before, later) = actions.split_at_mut(index + 1);
+        if let Some(barrier) = before.last_mut() {
+            one_off::hold(barrier, later);
+        }
+    }
     let mut counts = BTreeMap::new();
     for action in &actions {
         *counts.entry(action.action.name().to_owned()).or_insert(0) += 1;

@@ -1,7 +1,10 @@
 //! One-off jobs of the inventory: run at most once per fingerprint, again only when asked.
 
+use crate::config::job::JobKind;
 use crate::plan::Action;
+use crate::plan::ObjectKind;
 use crate::plan::PlannedAction;
+use crate::plan::Wait;
 use crate::plan::WriteVerb;
 use crate::plan::decide::{Desired, ticked};
 use crate::plan::immutable;
@@ -9,7 +12,41 @@ use crate::plan::live::Live;
 use crate::render::inventory::{JobRecord, Outcome};
 use crate::render::read_back_ref;
 
+/// What a `wait` one-off that does not run now means for the jobs after it (SPEC §7: they are applied only
+/// after it succeeded).
+pub(super) enum Barrier {
+    /// Its last run with the current definition failed: the jobs after it are held.
+    Failed,
+    /// Its Job of the current definition is still running: `apply` waits for it before the jobs after it.
+    Running,
+}
+
 impl Desired<'_> {
+    /// Whether this job is a `wait` one-off that, planned as `action`, holds back or delays the jobs after it.
+    pub(super) fn barrier(&self, action: &PlannedAction) -> Option<Barrier> {
+        if !matches!(self.job.kind, JobKind::OneOff { wait: Some(_), .. }) {
+            return None;
+        }
+        match action.action {
+            Action::Done {
+                outcome: Outcome::Failed,
+            } => Some(Barrier::Failed),
+            Action::Unchanged => {
+                let live = self.objects.get(&ObjectKind::Job)?;
+                let last = match self.record {
+                    Some(record) => self.last_run(record, Some(live)),
+                    None => live.finished,
+                };
+                match (live.finished, last) {
+                    (_, Some(Outcome::Failed)) => Some(Barrier::Failed),
+                    (None, _) => Some(Barrier::Running),
+                    (Some(_), _) => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
     /// How the last run with the desired fingerprint ended; a live Job's conditions tell what the record may not.
     fn last_run(&self, record: &JobRecord, live: Option<&Live<'_>>) -> Option<Outcome> {
         let fingerprint = &self.rendered.fingerprint;
@@ -129,5 +166,36 @@ fn run_reason(outcome: Option<Outcome>) -> &'static str {
         Some(Outcome::Succeeded) => "ran with this definition: succeeded",
         Some(Outcome::Failed) => "ran with this definition: failed",
         Some(Outcome::Unknown) | None => "ran with this definition: outcome unknown",
+    }
+}
+
+/// The unchanged `wait` one-off whose Job is still running: `apply` waits for that Job (by its live UID) before
+/// the jobs after it.
+pub(super) fn awaited(action: &mut PlannedAction) {
+    action.reason = format!("{}; the jobs after it wait for it", action.reason);
+    action.waits.push(Wait::Completed { barrier: true });
+}
+
+/// Holds every change of `later` (the jobs after the failed `wait` one-off `barrier`, and the prunes): nothing is
+/// written, the reason says why and what would be done.
+pub(super) fn hold(barrier: &mut PlannedAction, later: &mut [PlannedAction]) {
+    let name = barrier.job.clone();
+    barrier.hint = Some(format!(
+        "the jobs after it are held until it succeeds: fix it (a changed definition runs again), or run it again \
+         with `--retry-failed` or `--replace {name}`"
+    ));
+    for action in later.iter_mut().filter(|action| action.action.changes()) {
+        action.reason = format!(
+            "held: `{name}` (wait) failed; then {}: {}",
+            action.action.name(),
+            action.reason
+        );
+        action.action = Action::Held;
+        action.deletes.clear();
+        action.writes.clear();
+        action.waits = vec![Wait::Barrier { job: name.clone() }];
+        action.records_run = false;
+        action.runs_now = false;
+        action.errors.clear();
     }
 }

@@ -190,7 +190,13 @@ impl<'a> Fields<'a> {
             value => {
                 let text = value.python_str();
                 if text.is_none() {
-                    problems.push(type_mismatch(key, entry, "a single value"));
+                    let mut problem = type_mismatch(key, entry, "a single value");
+                    if key == Key::Command
+                        && let Value::Seq(items) = value
+                    {
+                        problem = problem.with_help(command_list_help(items));
+                    }
+                    problems.push(problem);
                 }
                 text.map(|text| (text, entry))
             }
@@ -366,6 +372,26 @@ impl<'a> Fields<'a> {
             }
         }
     }
+}
+
+/// Help for `command:` written as a list: the command is one string, which the shell splits into words.
+fn command_list_help(items: &[Node]) -> String {
+    let words: Option<Vec<String>> = items
+        .iter()
+        .map(|item| {
+            item.value.python_str().filter(|word| {
+                !word.is_empty()
+                    && !word.contains(|c: char| c.is_whitespace() || "\"'\\".contains(c))
+            })
+        })
+        .collect();
+    let example = match words {
+        Some(words) if !words.is_empty() => words.join(" "),
+        _ => "a b c".to_owned(),
+    };
+    format!(
+        "`command` is one string, which the shell splits into words: write `command: \"{example}\"`, not a list"
+    )
 }
 
 fn type_mismatch(key: Key, entry: Entry<'_>, expected: &str) -> Problem {

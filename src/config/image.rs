@@ -95,6 +95,39 @@ impl ImageTable {
             .unwrap_or_default()
     }
 
+    /// The image to move to from `short` (a deprecated image's short name): the newest stable image of the same
+    /// family, i.e. the same name without its version (`python3.9` → `python3.13`, `node16` → `node22`), or the
+    /// newest stable Debian release for a Debian base image (`buster` → `trixie`).
+    pub fn successor(&self, short: &str) -> Option<&str> {
+        if let Some(old) = DEBIAN_RELEASES.iter().position(|&release| release == short) {
+            return self
+                .stable_names()
+                .filter_map(|name| {
+                    DEBIAN_RELEASES
+                        .iter()
+                        .position(|&release| release == name)
+                        .map(|position| (position, name))
+                })
+                .filter(|(position, _)| *position > old)
+                .max_by_key(|(position, _)| *position)
+                .map(|(_, name)| name);
+        }
+        let (family, version) = split_version(short);
+        if version.is_empty() {
+            return None;
+        }
+        self.stable_names()
+            .filter(|name| *name != short)
+            .filter_map(|name| {
+                let (other_family, other_version) = split_version(name);
+                (other_family == family && !other_version.is_empty())
+                    .then_some((other_version, name))
+            })
+            .filter(|(other_version, _)| *other_version > version)
+            .max_by(|(a, _), (b, _)| a.cmp(b))
+            .map(|(_, name)| name)
+    }
+
     /// Short names of the stable images, sorted, as `toolforge jobs images` lists them.
     pub fn stable_names(&self) -> impl Iterator<Item = &str> {
         self.images
@@ -102,6 +135,23 @@ impl ImageTable {
             .filter(|(_, image)| image.state == ImageState::Stable)
             .map(|(short, _)| short.as_str())
     }
+}
+
+/// Debian releases in order, the names of Toolforge's base images.
+const DEBIAN_RELEASES: [&str; 5] = ["buster", "bullseye", "bookworm", "trixie", "forky"];
+
+/// A short name split into its family and numeric version: `python3.11` → (`python`, [3, 11]), `jdk8` →
+/// (`jdk`, [8]); a name without digits has an empty version.
+fn split_version(short: &str) -> (&str, Vec<u32>) {
+    let digits = short
+        .find(|c: char| c.is_ascii_digit())
+        .unwrap_or(short.len());
+    let (family, rest) = short.split_at(digits);
+    let version = rest
+        .split('.')
+        .map_while(|part| part.parse().ok())
+        .collect();
+    (family, version)
 }
 
 /// The image name without its `:tag` and `@digest`.
@@ -237,6 +287,28 @@ mod tests {
     fn bundled_table_parses() {
         let table = ImageTable::bundled();
         assert!(table.stable_names().any(|name| name == "python3.11"));
+    }
+
+    #[test]
+    fn a_deprecated_image_is_succeeded_by_the_newest_stable_one_of_its_family() {
+        let table = ImageTable::bundled();
+        for (old, new) in [
+            ("python3.9", Some("python3.13")),
+            ("python3.5", Some("python3.13")),
+            ("node16", Some("node22")),
+            ("php7.4", Some("php8.4")),
+            ("golang1.11", Some("golang1.21")),
+            ("jdk8", Some("jdk21")),
+            ("ruby2.7", Some("ruby3.3")),
+            ("perl5.32", Some("perl5.40")),
+            ("buster", Some("trixie")),
+            ("bullseye", Some("trixie")),
+            ("mono6.8", None),
+            ("mariadb", None),
+            ("python3.13", None),
+        ] {
+            assert_eq!(table.successor(old), new, "{old}");
+        }
     }
 
     #[test]

@@ -48,6 +48,9 @@ pub struct JobsFile {
 /// which deletes every job with it. A file without any document stays invalid even then (a half-written file).
 pub const EMPTY_LIST: &str = "jobs::empty_list";
 
+/// The code of the warning about a deprecated pre-built image, given once per image.
+pub(crate) const DEPRECATED_IMAGE: &str = "jobs::deprecated_image";
+
 /// A jobs file with at least one error; `problems` holds every error and warning, in file order.
 #[derive(Debug)]
 pub struct InvalidFile {
@@ -111,6 +114,7 @@ pub fn decode(name: String, bytes: Vec<u8>) -> Result<SourceFile, InvalidFile> {
 pub fn load(source: SourceFile, context: &Context<'_>) -> Result<JobsFile, InvalidFile> {
     let mut problems = Vec::new();
     let jobs = load_jobs(&source, context, &mut problems);
+    merge_deprecated_images(&mut problems);
     problems.sort_by(|a, b| {
         (a.span.start, a.severity, &a.message).cmp(&(b.span.start, b.severity, &b.message))
     });
@@ -187,27 +191,54 @@ fn load_jobs(
     }
 
     let mut jobs: Vec<LocatedJob> = Vec::with_capacity(items.len());
+    // Where each name is first defined; a job with other errors still claims its name, so a duplicate of it is
+    // reported in the same run.
     let mut first_by_name: HashMap<String, usize> = HashMap::new();
     for item in items {
-        let Some(job) = validate::job(item, context, problems) else {
-            continue;
-        };
-        if let Some(&first) = first_by_name.get(&job.name) {
-            problems.push(duplicate_name(
-                item,
-                &job.name,
-                source,
-                jobs[first].span.start,
-            ));
-            continue;
+        let checked = validate::job(item, text, context, problems);
+        if let Some(name) = &checked.name {
+            if let Some(&first_offset) = first_by_name.get(name) {
+                problems.push(duplicate_name(item, name, source, first_offset));
+                continue;
+            }
+            first_by_name.insert(name.clone(), span_of(item).start);
         }
-        first_by_name.insert(job.name.clone(), jobs.len());
-        jobs.push(LocatedJob {
-            job,
-            span: span_of(item),
-        });
+        if let Some(job) = checked.job {
+            jobs.push(LocatedJob {
+                job,
+                span: span_of(item),
+            });
+        }
     }
     jobs
+}
+
+/// Keeps one deprecated-image warning per image, at its first use in the file, saying how many other jobs use it.
+fn merge_deprecated_images(problems: &mut Vec<Problem>) {
+    let mut uses: HashMap<String, usize> = HashMap::new();
+    problems.retain(|problem| {
+        if problem.code != DEPRECATED_IMAGE {
+            return true;
+        }
+        let count = uses.entry(problem.message.clone()).or_insert(0);
+        *count += 1;
+        *count == 1
+    });
+    for problem in problems.iter_mut() {
+        if problem.code != DEPRECATED_IMAGE {
+            continue;
+        }
+        let others = uses.get(&problem.message).map_or(0, |count| count - 1);
+        let also = match others {
+            0 => continue,
+            1 => "1 more job uses it".to_owned(),
+            n => format!("{n} more jobs use it"),
+        };
+        problem.help = Some(match problem.help.take() {
+            Some(help) => format!("{help}; {also}"),
+            None => also,
+        });
+    }
 }
 
 const EXAMPLE_HELP: &str = "a jobs file is a YAML list with one entry per job, e.g.\n\

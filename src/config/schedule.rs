@@ -15,8 +15,9 @@
 //! - Explicit expressions are split the way Python's `str.split()` splits: on runs of any whitespace (tabs and
 //!   newlines included), ignoring leading and trailing whitespace.
 //! - The `actual` expression is the lower-cased fields joined by single spaces, each field kept as written: leading
-//!   zeros stay (`02 07 * * *` stays `02 07 * * *`; Kubernetes reads them as numbers too), day names stay names and
-//!   a day-of-week `7` stays `7`.
+//!   zeros stay (`02 07 * * *` stays `02 07 * * *`; Kubernetes reads them as numbers too) and day names stay names,
+//!   but a day-of-week item `7` becomes `0`: upstream accepts `7` for Sunday and passes it on, and Kubernetes 1.33
+//!   (robfig/cron's standard parser, days 0 to 6) refuses it with 422; `0` runs on the day the user meant.
 //! - Numbers are ASCII digits. Python's `int()` would also take `+5`, `1_0` and non-ASCII digits, but Kubernetes
 //!   refuses those, so accepting them would only move the failure to apply time.
 //! - Day names (`sun`…`sat`) and `7` are whole list items only: not range ends, not the start of a step.
@@ -187,9 +188,27 @@ fn normalise_expression(text: &str) -> Result<String, ScheduleError> {
     // Every accepted field is ASCII, so ASCII lower-casing is all of Python's `str.lower()` that can apply.
     let lowered: Vec<String> = fields
         .iter()
-        .map(|(_, value)| value.to_ascii_lowercase())
+        .zip(&FIELDS)
+        .map(|((_, value), field)| {
+            let value = value.to_ascii_lowercase();
+            if field.unit == Unit::DayOfWeek {
+                sunday_as_zero(&value)
+            } else {
+                value
+            }
+        })
         .collect();
     Ok(lowered.join(" "))
+}
+
+/// Rewrites the day-of-week items `7` (Sunday, which upstream accepts) as `0`: Kubernetes' parser takes days 0 to
+/// 6 only and refuses `7` with 422, so passing it through would make a valid file fail at apply time.
+fn sunday_as_zero(day_of_week: &str) -> String {
+    day_of_week
+        .split(',')
+        .map(|item| if item == "7" { "0" } else { item })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn wrong_field_count(fields: &[(usize, &str)]) -> ScheduleError {
@@ -684,8 +703,11 @@ for line in sys.stdin:
             ("0 0 * * sun", "0 0 * * sun"),
             ("0 0 * * MON,wed,Fri", "0 0 * * mon,wed,fri"),
             ("0 0 * * TUE,thu,sat", "0 0 * * tue,thu,sat"),
-            ("0 0 * * 7", "0 0 * * 7"),
-            ("0 0 * * 1,7", "0 0 * * 1,7"),
+            // `7` is Sunday for upstream, but Kubernetes takes only 0 to 6: it is rendered as `0`.
+            ("0 0 * * 7", "0 0 * * 0"),
+            ("0 0 * * 1,7", "0 0 * * 1,0"),
+            ("0 0 * * 5,7,sun", "0 0 * * 5,0,sun"),
+            ("0 7 7 7 7", "0 7 7 7 0"),
             ("0 0 * * 0-6", "0 0 * * 0-6"),
             ("0 0 * * 3-3", "0 0 * * 3-3"),
             ("0 0 * * *,1", "0 0 * * *,1"),

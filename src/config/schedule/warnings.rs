@@ -1,11 +1,11 @@
-//! Warnings about valid schedules that run rarely, never, or not at all on Kubernetes.
+//! Warnings about valid schedules that run rarely or never.
 //!
 //! Upstream's `@monthly` and `@yearly` may land on day 29 to 31, and `@yearly` even on a date that does not exist;
 //! explicit expressions can do the same. Nothing here rejects a schedule: upstream accepts all of these.
 
 use super::{FIELDS, Field, Schedule, Unit, split_python_whitespace};
 
-/// Points out schedules that run rarely or never, or that Kubernetes will refuse although upstream accepts them.
+/// Points out schedules that run rarely or never.
 ///
 /// Only the `actual` expression is examined; a [`Schedule`] that did not come from [`parse`](super::parse) may get no warnings.
 #[must_use]
@@ -23,11 +23,6 @@ pub fn warnings(schedule: &Schedule) -> Vec<String> {
         format!("`{}`", schedule.actual)
     };
     let mut warnings = Vec::new();
-    if day_of_week.split(',').any(|item| item == "7") {
-        warnings.push(format!(
-            "{subject} uses `7` for Sunday, which upstream accepts but Kubernetes refuses (its days of the week go from 0 to 6); write `0`"
-        ));
-    }
     if let Some(warning) = calendar_warning(&subject, day_of_month, month, day_of_week) {
         warnings.push(warning);
     }
@@ -238,13 +233,10 @@ mod tests {
     }
 
     #[test]
-    fn warns_that_kubernetes_refuses_seven_for_sunday() {
-        assert_eq!(
-            warnings_for("0 0 * * 1,7", "0 0 * * 1,7"),
-            [
-                "`0 0 * * 1,7` uses `7` for Sunday, which upstream accepts but Kubernetes refuses (its days of the week go from 0 to 6); write `0`"
-            ]
-        );
+    fn seven_for_sunday_is_rendered_as_zero_and_needs_no_warning() {
+        let schedule = super::super::parse("0 0 * * 1,7", "tool", "job").expect("valid");
+        assert_eq!(schedule.actual, "0 0 * * 1,0");
+        assert_eq!(warnings(&schedule), Vec::<String>::new());
         assert_eq!(
             warnings_for("0 0 * * 0,sun", "0 0 * * 0,sun"),
             Vec::<String>::new()

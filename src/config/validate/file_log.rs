@@ -84,14 +84,19 @@ pub(super) fn check_file_log(
         ),
         None if image.is_some_and(|(_, name)| name.is_build_service()) => {
             if let Some(entry) = fields.get(Key::Filelog) {
+                // Upstream's jobs-api refuses this with 400 and these words: a build-service image mounts
+                // nothing by default, and the log files live on the tool's storage.
                 problems.push(
-                    Problem::warning(
+                    Problem::error(
                         "jobs::filelog_needs_mount",
                         entry.range(),
-                        "file logging on a build-service image needs the tool's storage, which is not mounted by default",
+                        "File logging is only available with --mount=all",
                     )
                     .with_label("needs `mount: all`")
-                    .with_help("add `mount: all` to this job"),
+                    .with_help(
+                        "build-service images do not mount the tool's storage, where log files live, unless told \
+                         to: add `mount: all` to this job, or remove `filelog: true`",
+                    ),
                 );
             }
         }

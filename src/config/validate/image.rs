@@ -1,5 +1,6 @@
 //! The `image` key: image name syntax and the lookup in the image table.
 
+use crate::config::DEPRECATED_IMAGE;
 use crate::config::diagnostic::Problem;
 use crate::config::fields::Fields;
 use crate::config::image::{ImageName, ImageState, ImageTable, parse_image_name, strip_tag};
@@ -84,15 +85,17 @@ pub(super) fn image(
             ),
             Some((short, prebuilt)) if prebuilt.state != ImageState::Stable => problems.push(
                 Problem::warning(
-                    "jobs::deprecated_image",
+                    DEPRECATED_IMAGE,
                     entry.value_range(),
                     format!("image `{short}` is deprecated"),
                 )
                 .with_label("deprecated")
-                .with_help(format!(
-                    "move to a current image: {}",
-                    stable_list(context.images)
-                )),
+                .with_help(match context.images.successor(short) {
+                    Some(successor) => format!("move to `{successor}`"),
+                    None => {
+                        "move to a current image; `toolforge-jobs images` lists them".to_owned()
+                    }
+                }),
             ),
             Some(_) => {}
         }

@@ -3,7 +3,7 @@
 //! Each rule reports a [`Problem`] pointing at the offending key or value and keeps going, so a file with five
 //! mistakes shows five diagnostics. A job is returned only when it has no errors.
 
-use yaml11::{Node, Value};
+use yaml11::{Node, Style, Value};
 
 use crate::config::diagnostic::Problem;
 use crate::config::fields::{Fields, span_of};
@@ -37,19 +37,41 @@ pub const MAX_NAME_LENGTH: usize = 52;
 /// Seconds `wait: true` waits, as upstream.
 pub const DEFAULT_WAIT_SECONDS: u64 = 600;
 
-/// Validates one job mapping; `None` when it has errors (all of them pushed to `problems`).
+/// A job mapping after validation: its name whenever the name itself is valid, even if other keys are not (so
+/// duplicate names are found in a file with other mistakes), and the job when it has no errors at all.
+pub(super) struct Checked {
+    pub name: Option<String>,
+    pub job: Option<Job>,
+}
+
+/// Validates one job mapping; its job is `None` when it has errors (all of them pushed to `problems`).
 pub(super) fn job(
     mapping: &Node,
+    source: &str,
     context: &Context<'_>,
     problems: &mut Vec<Problem>,
-) -> Option<Job> {
+) -> Checked {
     let errors_before = count_errors(problems);
     let Some(fields) = Fields::collect(mapping, problems) else {
         problems.push(not_a_mapping(mapping));
-        return None;
+        return Checked {
+            name: None,
+            job: None,
+        };
     };
+    let name = name(&fields, source, problems);
+    let job = job_of(mapping, &fields, name.clone(), context, problems);
+    let job = job.filter(|_| count_errors(problems) == errors_before);
+    Checked { name, job }
+}
 
-    let name = name(&fields, problems);
+fn job_of(
+    mapping: &Node,
+    fields: &Fields<'_>,
+    name: Option<String>,
+    context: &Context<'_>,
+    problems: &mut Vec<Problem>,
+) -> Option<Job> {
     let command = fields
         .text(Key::Command, problems)
         .and_then(|(text, entry)| {
@@ -65,13 +87,13 @@ pub(super) fn job(
             }
             Some(text)
         });
-    let image = image(&fields, context, problems);
-    let kind = kind(&fields, name.as_deref().unwrap_or(""), context, problems);
+    let image = image(fields, context, problems);
+    let kind = kind(fields, name.as_deref().unwrap_or(""), context, problems);
     let emails = fields
         .choice(Key::Emails, &Emails::NAMES, problems)
         .and_then(|(text, _)| Emails::from_name(&text));
-    let mem = quantity(&fields, Key::Mem, problems);
-    let cpu = quantity(&fields, Key::Cpu, problems);
+    let mem = quantity(fields, Key::Mem, problems);
+    let cpu = quantity(fields, Key::Cpu, problems);
     let mount = fields
         .choice(Key::Mount, &["all", "none"], problems)
         .map(|(text, entry)| {
@@ -84,21 +106,21 @@ pub(super) fn job(
                 entry,
             )
         });
-    let file_log = file_log(&fields, problems);
+    let file_log = file_log(fields, problems);
     let trigger = fields.text(Key::Trigger, problems).map(|(text, _)| text);
-    let trigger_files = trigger_files(&fields, context, problems);
+    let trigger_files = trigger_files(fields, context, problems);
 
     if let Some(kind) = &kind {
         if command.is_none() && !fields.has(Key::Command) && !matches!(kind, JobKind::Webservice(_))
         {
             problems.push(missing(
-                &fields,
+                fields,
                 mapping,
                 Key::Command,
                 "the shell command the job runs, e.g. `command: ./bot.py`",
             ));
         }
-        check_file_log(&fields, kind, &file_log, image.as_ref(), mount, problems);
+        check_file_log(fields, kind, &file_log, image.as_ref(), mount, problems);
     }
     if let (Some((_, image_name)), Some((Mount::None, entry))) = (&image, mount)
         && !image_name.is_build_service()
@@ -114,9 +136,6 @@ pub(super) fn job(
         );
     }
 
-    if count_errors(problems) > errors_before {
-        return None;
-    }
     let (image, image_name) = image?;
     Some(Job {
         name: name?,
@@ -176,7 +195,7 @@ fn mapping_first_line_length(mapping: &Node) -> usize {
     }
 }
 
-fn name(fields: &Fields<'_>, problems: &mut Vec<Problem>) -> Option<String> {
+fn name(fields: &Fields<'_>, source: &str, problems: &mut Vec<Problem>) -> Option<String> {
     let Some((name, entry)) = fields.text(Key::Name, problems) else {
         if !fields.has(Key::Name) {
             problems.push(
@@ -202,6 +221,18 @@ fn name(fields: &Fields<'_>, problems: &mut Vec<Problem>) -> Option<String> {
             None
         }
         Err(JobNameError::Invalid { .. }) => {
+            let help = match &entry.value.value {
+                // YAML 1.1 reads an unquoted `no`, `yes`, `on`, `off`, `true` or `false` as a boolean, whose
+                // Python `str()` (`False`, `True`) is what upstream would use as the name.
+                Value::Bool(_) if matches!(entry.value.style, Style::Plain) => format!(
+                    "YAML 1.1 reads the unquoted word as the boolean `{name}`; quote the name to keep it text, e.g. \
+                     `name: \"{}\"`",
+                    source
+                        .get(entry.value_range())
+                        .map_or_else(|| "no".to_owned(), str::to_ascii_lowercase)
+                ),
+                _ => JOB_NAME_HELP.to_owned(),
+            };
             problems.push(
                 Problem::error(
                     "jobs::invalid_name",
@@ -209,7 +240,7 @@ fn name(fields: &Fields<'_>, problems: &mut Vec<Problem>) -> Option<String> {
                     format!("`{name}` is not a valid job name"),
                 )
                 .with_label("invalid name")
-                .with_help(JOB_NAME_HELP),
+                .with_help(help),
             );
             None
         }
@@ -491,6 +522,10 @@ mod tests {
             &["jobs::filelog_needs_mount"],
         ),
         (
+            "  command: x\n  filelog: true\n  image: tool-t/i:latest\n",
+            &["jobs::filelog_needs_mount"],
+        ),
+        (
             "  command: x\n  trigger-files: missing.txt\n",
             &["jobs::invalid_trigger_files"],
         ),
@@ -538,6 +573,141 @@ mod tests {
         assert_eq!(
             warnings("  command: x\n  image: registry.example.org/python:2.7\n"),
             ["jobs::duplicate_key", "jobs::unknown_image"]
+        );
+    }
+
+    fn error_codes(text: &str) -> Vec<&'static str> {
+        let images = ImageTable::bundled();
+        let context = Context {
+            tool: "mytool",
+            images: &images,
+            count_trigger_files: None,
+        };
+        load(SourceFile::new("jobs.yaml", text), &context)
+            .err()
+            .map(|invalid| {
+                invalid
+                    .problems
+                    .iter()
+                    .filter(|p| p.is_error())
+                    .map(|p| p.code)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_duplicate_name_is_found_when_either_copy_has_other_errors() {
+        let first_invalid = "- name: bot\n  command: x\n  image: bookworm\n  retry: 9\n\
+                             - name: bot\n  command: y\n  image: bookworm\n";
+        assert_eq!(
+            error_codes(first_invalid),
+            ["jobs::out_of_range", "jobs::duplicate_name"]
+        );
+        let both_invalid = "- name: bot\n  command: x\n  image: bookworm\n  retry: 9\n\
+                            - name: bot\n  command: y\n  image: nosuch\n";
+        assert_eq!(
+            error_codes(both_invalid),
+            [
+                "jobs::out_of_range",
+                "jobs::duplicate_name",
+                "jobs::unknown_image"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_deprecated_image_is_reported_once_with_its_successor() {
+        let images = ImageTable::bundled();
+        let context = Context {
+            tool: "mytool",
+            images: &images,
+            count_trigger_files: None,
+        };
+        let text = "- {name: a, command: x, image: python3.9}\n\
+                    - {name: b, command: x, image: tf-python39}\n\
+                    - {name: c, command: x, image: node16}\n\
+                    - {name: d, command: x, image: python3.9}\n";
+        let file = load(SourceFile::new("jobs.yaml", text), &context).unwrap();
+        let warnings: Vec<(usize, &str, Option<&str>)> = file
+            .warnings
+            .iter()
+            .map(|w| (w.span.start, w.message.as_str(), w.help.as_deref()))
+            .collect();
+        assert_eq!(
+            warnings,
+            [
+                (
+                    text.find("python3.9").unwrap(),
+                    "image `python3.9` is deprecated",
+                    Some("move to `python3.13`; 2 more jobs use it")
+                ),
+                (
+                    text.find("node16").unwrap(),
+                    "image `node16` is deprecated",
+                    Some("move to `node22`")
+                ),
+            ]
+        );
+    }
+
+    fn error_helps(text: &str) -> Vec<(&'static str, String)> {
+        let images = ImageTable::bundled();
+        let context = Context {
+            tool: "mytool",
+            images: &images,
+            count_trigger_files: None,
+        };
+        load(SourceFile::new("jobs.yaml", text), &context)
+            .err()
+            .map(|invalid| {
+                invalid
+                    .problems
+                    .into_iter()
+                    .filter(crate::config::Problem::is_error)
+                    .map(|p| (p.code, p.help.unwrap_or_default()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_boolean_name_gets_a_hint_about_quoting() {
+        assert_eq!(
+            error_helps("- name: no\n  command: x\n  image: bookworm\n"),
+            [(
+                "jobs::invalid_name",
+                "YAML 1.1 reads the unquoted word as the boolean `False`; quote the name to keep it text, \
+                 e.g. `name: \"no\"`"
+                    .to_owned()
+            )]
+        );
+        assert_eq!(
+            error_helps("- name: On\n  command: x\n  image: bookworm\n")[0].1,
+            "YAML 1.1 reads the unquoted word as the boolean `True`; quote the name to keep it text, e.g. \
+             `name: \"on\"`"
+        );
+        assert!(
+            error_helps("- name: 'No'\n  command: x\n  image: bookworm\n")[0]
+                .1
+                .starts_with("use lowercase letters")
+        );
+    }
+
+    #[test]
+    fn a_command_list_gets_a_hint_that_the_command_is_one_string() {
+        assert_eq!(
+            error_helps("- name: a\n  command: [python3, bot.py, -v]\n  image: bookworm\n"),
+            [(
+                "jobs::invalid_type",
+                "`command` is one string, which the shell splits into words: write \
+                 `command: \"python3 bot.py -v\"`, not a list"
+                    .to_owned()
+            )]
+        );
+        assert_eq!(
+            error_helps("- name: a\n  command: [./b, two words]\n  image: bookworm\n")[0].1,
+            "`command` is one string, which the shell splits into words: write `command: \"a b c\"`, not a list"
         );
     }
 

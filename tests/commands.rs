@@ -482,7 +482,8 @@ async fn wait_waits_for_a_rollout_and_times_out_on_a_job_that_never_ends() {
     let wait = cluster.run(&["wait", "bot"]).await;
     wait.expect_code(0);
     assert!(
-        wait.stderr.contains("job 'bot' completed"),
+        wait.stderr.contains("job 'bot' rolled out (running)")
+            && !wait.stderr.contains("completed"),
         "{}",
         wait.stderr
     );

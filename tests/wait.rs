@@ -26,6 +26,9 @@ use toolforge_local_cluster::{
 const MS: Duration = Duration::from_millis(1);
 /// Far enough that only a broken awaiter reaches it.
 const PATIENCE: Duration = Duration::from_secs(20);
+/// The rollouts' settle period, shorter than `wait::ROLLOUT_SETTLE` to keep the tests fast (scripted pods do not
+/// live in real time); `tests/wait_rollout.rs` runs real processes with the default.
+const SETTLE: Duration = Duration::from_millis(300);
 
 async fn start(script: Script) -> (LocalCluster, Client) {
     let cluster = LocalCluster::start(Options {
@@ -535,9 +538,10 @@ async fn wait_deployment(
 ) -> (Outcome, Vec<Progress>, Duration) {
     let started = Instant::now();
     let mut seen = Vec::new();
-    let outcome = Box::pin(wait::deployment(
+    let outcome = Box::pin(wait::deployment_settling(
         client,
         target,
+        SETTLE,
         started + PATIENCE,
         &mut |p: &Progress| {
             seen.push(p.clone());
@@ -569,9 +573,10 @@ async fn a_deployment_rollout_succeeds_only_once_our_generation_is_fully_availab
         }
         progress.push(p.clone());
     };
-    let waiting = Box::pin(wait::deployment(
+    let waiting = Box::pin(wait::deployment_settling(
         &client,
         &next,
+        SETTLE,
         Instant::now() + PATIENCE,
         &mut record,
     ));
@@ -721,5 +726,29 @@ async fn a_crash_looping_deployment_fails_after_the_grace_restarts() {
             .to_string()
             .contains("last run exited with code 2 (Error)"),
         "{report}"
+    );
+}
+
+#[tokio::test]
+async fn a_deployment_whose_pods_exit_0_after_a_ready_start_fails_within_the_settle_period() {
+    // Each run starts (and is reported Ready) and exits 0 after 100 ms, within the 300 ms settle period.
+    let script = Script::new(Run::Exit {
+        code: 0,
+        after: 100 * MS,
+    })
+    .output("", "serving\n");
+    let (_cluster, client) = start(script).await;
+    let target = apply_deployment(&client, "bot", "busybox", &json!({"replicas": 1})).await;
+    let (outcome, progress, took) = wait_deployment(&client, &target).await;
+    let report = failure(outcome);
+    assert_eq!(report.cause.reason(), "CrashLoopBackOff", "{progress:?}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert!(
+        report.to_string().contains("last run exited with code 0"),
+        "{report}"
+    );
+    assert_eq!(
+        report.log.as_ref().map(|l| l.lines.clone()),
+        Some(vec!["serving".to_owned()])
     );
 }

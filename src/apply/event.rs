@@ -38,7 +38,8 @@ pub enum EventKind {
     Applied,
     /// Waiting for it: the message says what it is doing.
     Waiting,
-    /// It finished as it should (a one-off succeeded, a rollout completed).
+    /// It did what it should: a one-off succeeded, or a continuous job rolled out (its new pods stayed up for the
+    /// settle period) and is running.
     Succeeded,
     /// It failed; the message says why.
     Failed,

@@ -123,7 +123,11 @@ impl Executor {
             }
         };
         let (kind, message) = match &outcome {
-            Outcome::Succeeded => (EventKind::Succeeded, "succeeded".to_owned()),
+            Outcome::Succeeded => match target {
+                Target::Job(_) => (EventKind::Succeeded, "succeeded".to_owned()),
+                // A continuous job does not finish: it rolled out and is running (docs/waiting.md).
+                Target::Deployment(_) => (EventKind::Succeeded, "rolled out, running".to_owned()),
+            },
             Outcome::CleanedUp => (EventKind::Succeeded, "finished and cleaned up".to_owned()),
             Outcome::Failed(report) => (EventKind::Failed, report.to_string()),
             Outcome::TimedOut(last) => (EventKind::Failed, format!("timed out; last: {last}")),

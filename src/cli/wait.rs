@@ -182,9 +182,10 @@ pub(crate) async fn await_one(
     timeout: Duration,
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
-    let (name, what) = match awaited {
-        Awaited::Job(target) => (&target.job, "complete"),
-        Awaited::Deployment(target) => (&target.job, "roll out"),
+    // A continuous job does not finish: it rolls out and keeps running.
+    let (name, what, done) = match awaited {
+        Awaited::Job(target) => (&target.job, "complete", "completed"),
+        Awaited::Deployment(target) => (&target.job, "roll out", "rolled out (running)"),
     };
     let mut progress = |progress: &wait::Progress| {
         // Progress is a courtesy: a closed stderr must not stop the wait.
@@ -199,9 +200,9 @@ pub(crate) async fn await_one(
         }
     };
     let (message, status) = match outcome {
-        Outcome::Succeeded => (format!("job '{name}' completed\n"), ExitStatus::Success),
+        Outcome::Succeeded => (format!("job '{name}' {done}\n"), ExitStatus::Success),
         Outcome::CleanedUp => (
-            format!("job '{name}' completed (and already deleted)\n"),
+            format!("job '{name}' {done} (and already deleted)\n"),
             ExitStatus::Success,
         ),
         Outcome::Failed(report) => (

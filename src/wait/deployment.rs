@@ -1,10 +1,14 @@
-//! Waiting for a continuous job's Deployment to roll out our write ([`deployment`]): success once
-//! `observedGeneration` reached our generation and every replica is updated and available with no old replica
-//! left; failure on `Progressing=False` `ProgressDeadlineExceeded` or `ReplicaFailure`; early failure when a pod of
-//! the new `ReplicaSet` cannot start or keeps crashing, or the new `ReplicaSet`'s pods cannot be created
-//! (`FailedCreate`). Pods of older `ReplicaSet`s never fail the wait: a rollout often replaces crashing pods.
+//! Waiting for a continuous job's Deployment to roll out our write ([`deployment`]): rolled out once
+//! `observedGeneration` reached our generation, every replica is updated and available with no old replica left,
+//! and every pod of the new `ReplicaSet` has stayed Ready without a restart for the settle period
+//! ([`super::ROLLOUT_SETTLE`]); failure on `Progressing=False` `ProgressDeadlineExceeded` or `ReplicaFailure`;
+//! early failure when a pod of the new `ReplicaSet` cannot start or crashes — any restart seen during the wait, a
+//! container waiting in `CrashLoopBackOff`, an exited container, or one restarted before that is not running Ready
+//! — or the new `ReplicaSet`'s pods cannot be created (`FailedCreate`). Pods of older `ReplicaSet`s never fail the
+//! wait: a rollout often replaces crashing pods.
 //!
-//! The judge ([`judge`]) is a pure function of what the watches saw, tested below without a cluster.
+//! The judge ([`judge`]) is a pure function of what the watches saw, tested below without a cluster; the settle
+//! period is timed by [`Watches::drive`].
 
 use std::time::Duration;
 
@@ -16,17 +20,31 @@ use tokio::time::Instant;
 
 use super::observe::{Decision, LogRequest, Observed, Selectors, Step, Watches};
 use super::pods;
-use super::report::{self, Cause, FailureReport, MAX_PODS, Workload};
-use super::{DeploymentTarget, Outcome, Phase, Progress, WaitError};
+use super::report::{self, Cause, ContainerState, FailureReport, MAX_PODS, Workload};
+use super::{DeploymentTarget, Outcome, Phase, Progress, ROLLOUT_SETTLE, WaitError};
 
 /// The annotation with which the Deployment controller numbers a Deployment's and its `ReplicaSet`s' revisions.
 const REVISION: &str = "deployment.kubernetes.io/revision";
+/// The reason of a crash seen by its restart rather than by the kubelet's waiting state.
+const CRASH_LOOP: &str = "CrashLoopBackOff";
 
-/// Waits until the Deployment `target` rolled out generation `target.generation` (or later), failed, vanished, or
-/// `deadline` passed; `progress` gets each change of phase or message.
+/// Waits until the Deployment `target` rolled out generation `target.generation` (or later) and its new pods stayed
+/// up for [`ROLLOUT_SETTLE`], failed, vanished, or `deadline` passed; `progress` gets each change of phase or
+/// message.
 pub async fn deployment(
     client: &Client,
     target: &DeploymentTarget,
+    deadline: Instant,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Outcome, WaitError> {
+    deployment_settling(client, target, ROLLOUT_SETTLE, deadline, progress).await
+}
+
+/// [`deployment`] with another settle period: how long the new pods must stay Ready without a restart.
+pub async fn deployment_settling(
+    client: &Client,
+    target: &DeploymentTarget,
+    settle: Duration,
     deadline: Instant,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Outcome, WaitError> {
@@ -72,8 +90,8 @@ pub async fn deployment(
         },
     );
     let finish = watches
-        .drive(started, deadline, progress, |observed| {
-            judge(observed, target)
+        .drive(started, deadline, settle, progress, |observed| {
+            judge(observed, target, settle)
         })
         .await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &target.namespace);
@@ -123,8 +141,8 @@ fn match_labels(deployment: &Deployment) -> String {
         .join(",")
 }
 
-/// Where the rollout stands, or the verdict.
-fn judge(observed: &Observed, target: &DeploymentTarget) -> Step {
+/// Where the rollout stands, or the verdict; [`Step::Settle`] once it looks rolled out (the driver waits `settle`).
+fn judge(observed: &Observed, target: &DeploymentTarget, settle: Duration) -> Step {
     let Some(deployment) = observed.deployments.get(&target.uid) else {
         let replaced = observed
             .deployments
@@ -160,7 +178,9 @@ fn judge(observed: &Observed, target: &DeploymentTarget) -> Step {
                 .collect()
         })
         .unwrap_or_default();
-    if let Some(cause) = gave_up(deployment).or_else(|| early_failure(observed, new_set, &new_pods))
+    if let Some(cause) = gave_up(deployment)
+        .or_else(|| crash_loop(observed, &new_pods))
+        .or_else(|| early_failure(observed, new_set, &new_pods))
     {
         return Step::Done(failed(observed, target, new_set, cause));
     }
@@ -190,8 +210,20 @@ fn judge(observed: &Observed, target: &DeploymentTarget) -> Step {
         format!("{available} of {updated} updated replicas are available")
     } else if old > 0 {
         format!("{old} old replicas are stopping")
+    } else if let Some(pod) = new_pods.iter().find(|pod| !pods::ready(pod)) {
+        format!("pod `{}` is not ready", pod.name_any())
+    } else if new_pods.len() < usize::try_from(want).unwrap_or(0) {
+        format!("{} of {want} new pods seen", new_pods.len())
     } else {
-        return Step::Done(Decision::Succeeded);
+        let mut uids: Vec<String> = new_pods.iter().filter_map(|pod| pod.uid()).collect();
+        uids.sort();
+        return Step::Settle(
+            uids,
+            format!(
+                "{want} of {want} new replicas are available; checking that they stay up without a restart \
+                 for {settle:?}"
+            ),
+        );
     };
     let detail = new_pods.iter().find_map(|pod| {
         if pods::phase(pod) == "Pending" {
@@ -222,6 +254,22 @@ fn gave_up(deployment: &Deployment) -> Option<Cause> {
         type_: condition.type_.clone(),
         reason: condition.reason.clone().unwrap_or_default(),
         message: condition.message.clone().unwrap_or_default(),
+    })
+}
+
+/// A crash of a new pod ([`pods::crash`]): a crash loop however long each run lives and whatever its exit code.
+fn crash_loop(observed: &Observed, new_pods: &[&Pod]) -> Option<Cause> {
+    new_pods.iter().find_map(|pod| {
+        let uid = pod.uid().unwrap_or_default();
+        let problem = pods::crash(pod, |container| observed.first_restarts(&uid, container))?;
+        let reason = match &problem.state {
+            ContainerState::Waiting { reason, .. } if report::is_crash(reason) => reason.clone(),
+            _ => CRASH_LOOP.to_owned(),
+        };
+        Some(Cause::Pod {
+            pod: problem.pod,
+            reason,
+        })
     })
 }
 
@@ -290,10 +338,19 @@ fn failed(
         .pods
         .current()
         .filter(|pod| owned_by(*pod, set_uid.as_deref()))
-        .filter_map(|pod| Some((pod, pods::problem(pod, true)?)))
+        .filter_map(|pod| {
+            let uid = pod.uid().unwrap_or_default();
+            let crash = pods::crash(pod, |container| observed.first_restarts(&uid, container));
+            Some((pod, crash.or_else(|| pods::problem(pod, true))?))
+        })
         .collect();
+    let cause_pod = match &cause {
+        Cause::Pod { pod, .. } => Some(pod.clone()),
+        _ => None,
+    };
     failing.sort_by_key(|(pod, problem)| {
         (
+            cause_pod.as_ref() != Some(&problem.pod),
             !pods::is_fatal(problem),
             std::cmp::Reverse(pod.metadata.creation_timestamp.clone()),
         )
@@ -340,6 +397,8 @@ mod tests {
 
     use super::*;
     use crate::wait::observe::tests::{event, observed};
+
+    const SETTLE: Duration = Duration::from_secs(5);
 
     fn target() -> DeploymentTarget {
         DeploymentTarget {
@@ -394,11 +453,149 @@ mod tests {
         stale["observedGeneration"] = json!(1);
         seen.deployments.apply(Apply(deployment(2, &stale)));
         assert!(matches!(
-            judge(&seen, &target()),
+            judge(&seen, &target(), SETTLE),
             Step::Wait(Phase::Observing, _)
         ));
         seen.deployments.apply(Apply(deployment(2, &rolled_out())));
-        assert_eq!(judge(&seen, &target()), Step::Done(Decision::Succeeded));
+        seen.replica_sets
+            .apply(Apply(replica_set("new", "2", 2, 2)));
+        seen.pods.apply(Apply(ready_pod("new", "web-new-a", 0)));
+        seen.pods.apply(Apply(ready_pod("new", "web-new-b", 0)));
+        assert_eq!(
+            judge(&seen, &target(), SETTLE),
+            Step::Settle(
+                vec!["uid-web-new-a".to_owned(), "uid-web-new-b".to_owned()],
+                "2 of 2 new replicas are available; checking that they stay up without a restart for 5s"
+                    .to_owned()
+            )
+        );
+    }
+
+    /// A pod of `set` whose container `main` runs Ready after `restarts` restarts (the last one exited 1).
+    fn ready_pod(set: &str, name: &str, restarts: i32) -> Pod {
+        let last = if restarts > 0 {
+            json!({"terminated": {"exitCode": 1, "reason": "Error"}})
+        } else {
+            json!({})
+        };
+        let mut pod = pod_of(set, name, &json!({"running": {}}), restarts);
+        let status = pod.status.as_mut().expect("status");
+        let container = &mut status.container_statuses.as_mut().expect("containers")[0];
+        container.ready = true;
+        container.last_state = serde_json::from_value(last).expect("valid state");
+        pod
+    }
+
+    fn crashing(seen: &Observed) -> FailureReport {
+        let Step::Done(Decision::Failed(report, _)) = judge(seen, &target(), SETTLE) else {
+            panic!("not failed: {:?}", judge(seen, &target(), SETTLE));
+        };
+        *report
+    }
+
+    #[test]
+    fn a_new_pod_not_ready_or_missing_keeps_the_rollout_from_settling() {
+        let mut seen = observed();
+        seen.deployments.apply(Apply(deployment(2, &rolled_out())));
+        seen.replica_sets
+            .apply(Apply(replica_set("new", "2", 2, 2)));
+        seen.pods.apply(Apply(ready_pod("new", "web-new-a", 0)));
+        assert_eq!(
+            judge(&seen, &target(), SETTLE),
+            Step::Wait(Phase::RollingOut, "1 of 2 new pods seen".to_owned())
+        );
+        seen.pods.apply(Apply(pod_of(
+            "new",
+            "web-new-b",
+            &json!({"running": {}}),
+            0,
+        )));
+        assert!(
+            matches!(judge(&seen, &target(), SETTLE), Step::Wait(Phase::RollingOut, m) if m.starts_with("pod `web-new-b` is not ready")),
+        );
+    }
+
+    #[test]
+    fn a_restart_during_the_wait_is_a_crash_loop_even_when_the_pod_is_ready_again() {
+        let mut seen = observed();
+        seen.deployments.apply(Apply(deployment(2, &rolled_out())));
+        seen.replica_sets
+            .apply(Apply(replica_set("new", "2", 2, 2)));
+        seen.pods.apply(Apply(ready_pod("new", "web-new-a", 0)));
+        seen.pods.apply(Apply(ready_pod("new", "web-new-b", 0)));
+        seen.remember_restarts();
+        assert!(matches!(judge(&seen, &target(), SETTLE), Step::Settle(..)));
+        seen.pods.apply(Apply(ready_pod("new", "web-new-b", 1)));
+        seen.remember_restarts();
+        let report = crashing(&seen);
+        assert_eq!(
+            report.cause,
+            Cause::Pod {
+                pod: "web-new-b".to_owned(),
+                reason: "CrashLoopBackOff".to_owned()
+            }
+        );
+        assert_eq!(report.pods[0].pod, "web-new-b");
+        assert!(
+            report.to_string().starts_with(
+                "job `web` did not roll out: pod `web-new-b` keeps crashing (CrashLoopBackOff)\n  \
+                 pod `web-new-b`, container `main`: running; restarted 1 time; last run exited with code 1 (Error)"
+            ),
+            "{report}"
+        );
+    }
+
+    #[test]
+    fn a_crash_loop_back_off_or_an_exit_fails_at_once_whatever_the_exit_code() {
+        let mut seen = observed();
+        let mut status = rolled_out();
+        status["availableReplicas"] = json!(1);
+        seen.deployments.apply(Apply(deployment(2, &status)));
+        seen.replica_sets
+            .apply(Apply(replica_set("new", "2", 2, 2)));
+        seen.pods.apply(Apply(ready_pod("new", "web-new-a", 0)));
+        let crash = json!({"waiting": {"reason": "CrashLoopBackOff"}});
+        seen.pods
+            .apply(Apply(pod_of("new", "web-new-b", &crash, 1)));
+        seen.remember_restarts();
+        assert_eq!(crashing(&seen).cause.reason(), "CrashLoopBackOff");
+        let exited = json!({"terminated": {"exitCode": 0, "reason": "Completed"}});
+        seen.pods
+            .apply(Apply(pod_of("new", "web-new-b", &exited, 0)));
+        let report = crashing(&seen);
+        assert_eq!(report.cause.reason(), "CrashLoopBackOff");
+        assert!(
+            report
+                .to_string()
+                .contains("container `main`: exited with code 0 (Completed)"),
+            "{report}"
+        );
+    }
+
+    #[test]
+    fn restarts_before_the_wait_count_only_while_the_container_is_not_running_ready() {
+        let mut seen = observed();
+        seen.deployments.apply(Apply(deployment(2, &rolled_out())));
+        seen.replica_sets
+            .apply(Apply(replica_set("new", "2", 2, 2)));
+        seen.pods.apply(Apply(ready_pod("new", "web-new-a", 3)));
+        seen.pods.apply(Apply(ready_pod("new", "web-new-b", 0)));
+        seen.remember_restarts();
+        assert!(
+            matches!(judge(&seen, &target(), SETTLE), Step::Settle(..)),
+            "a pod that restarted long ago must only stay up"
+        );
+        let mut unready = ready_pod("new", "web-new-a", 3);
+        unready
+            .status
+            .as_mut()
+            .unwrap()
+            .container_statuses
+            .as_mut()
+            .unwrap()[0]
+            .ready = false;
+        seen.pods.apply(Apply(unready));
+        assert_eq!(crashing(&seen).cause.reason(), "CrashLoopBackOff");
     }
 
     #[test]
@@ -408,7 +605,7 @@ mod tests {
         status["replicas"] = json!(3);
         seen.deployments.apply(Apply(deployment(2, &status)));
         assert_eq!(
-            judge(&seen, &target()),
+            judge(&seen, &target(), SETTLE),
             Step::Wait(
                 Phase::RollingOut,
                 "1 old replicas are pending termination".to_owned()
@@ -420,7 +617,7 @@ mod tests {
         seen.replica_sets
             .apply(Apply(replica_set("new", "2", 2, 2)));
         assert_eq!(
-            judge(&seen, &target()),
+            judge(&seen, &target(), SETTLE),
             Step::Wait(Phase::RollingOut, "1 old replicas are stopping".to_owned())
         );
     }
@@ -440,7 +637,7 @@ mod tests {
             &json!({"running": {}}),
             0,
         )));
-        let Step::Done(Decision::Failed(report, log)) = judge(&seen, &target()) else {
+        let Step::Done(Decision::Failed(report, log)) = judge(&seen, &target(), SETTLE) else {
             panic!("not failed");
         };
         assert_eq!(report.cause.reason(), "ProgressDeadlineExceeded");
@@ -463,12 +660,12 @@ mod tests {
         seen.pods
             .apply(Apply(pod_of("old", "web-old-a", &crash, 9)));
         assert!(matches!(
-            judge(&seen, &target()),
+            judge(&seen, &target(), SETTLE),
             Step::Wait(Phase::RollingOut, _)
         ));
         seen.pods
             .apply(Apply(pod_of("new", "web-new-a", &crash, 2)));
-        let Step::Done(Decision::Failed(report, _)) = judge(&seen, &target()) else {
+        let Step::Done(Decision::Failed(report, _)) = judge(&seen, &target(), SETTLE) else {
             panic!("not failed");
         };
         assert_eq!(
@@ -494,7 +691,7 @@ mod tests {
             "FailedCreate",
             "exceeded quota",
         )));
-        let Step::Done(Decision::Failed(report, _)) = judge(&seen, &target()) else {
+        let Step::Done(Decision::Failed(report, _)) = judge(&seen, &target(), SETTLE) else {
             panic!("not failed");
         };
         assert_eq!(

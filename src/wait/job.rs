@@ -5,6 +5,8 @@
 //!
 //! The judge ([`judge`]) is a pure function of what the watches saw, tested below without a cluster.
 
+use std::time::Duration;
+
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
@@ -36,7 +38,8 @@ pub async fn job(
         },
     );
     let finish = watches
-        .drive(started, deadline, progress, |observed| {
+        // A Job's verdict is its controller's condition: nothing to settle.
+        .drive(started, deadline, Duration::ZERO, progress, |observed| {
             judge(observed, target)
         })
         .await?;

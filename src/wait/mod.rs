@@ -6,9 +6,10 @@
 //! controller's own failure (`Failed`/`FailureTarget`, `ProgressDeadlineExceeded`), or an early failure the
 //! controller would retry forever (image pull errors, container config errors, crash loops past
 //! [`CRASH_LOOP_RESTARTS`], `FailedCreate` Events from quota or admission). A Job is ours only by UID; a
-//! Deployment's status counts only once its `observedGeneration` reached our write. On failure the
-//! [`FailureReport`] says why, for a person: the condition, the failing pods' container states, the Warning Events,
-//! the last [`LOG_TAIL_LINES`] lines of the log and where the full log is.
+//! Deployment's status counts only once its `observedGeneration` reached our write, and its rollout only once the
+//! new pods stayed Ready without a restart for [`ROLLOUT_SETTLE`] (any restart of a new pod is a crash loop). On
+//! failure the [`FailureReport`] says why, for a person: the condition, the failing pods' container states, the
+//! Warning Events, the last [`LOG_TAIL_LINES`] lines of the log and where the full log is.
 //!
 //! This module decides nothing about what to apply and prints nothing: progress goes to the caller's callback as
 //! [`Progress`] values, and the outcome is returned. Inside: `observe` keeps what the watches saw and drives the
@@ -24,15 +25,23 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use deployment::deployment;
+pub use deployment::{deployment, deployment_settling};
 pub use job::{finished, job};
 pub use report::{
     Cause, ContainerState, FailureReport, LogLocation, LogSource, LogTail, PodProblem, Termination,
     WarningEvent, Workload,
 };
 
-/// A container waiting in `CrashLoopBackOff` (or `RunContainerError`) after this many restarts fails the wait.
+/// A Job's container waiting in `CrashLoopBackOff` (or `RunContainerError`) after this many restarts fails the wait
+/// (a Deployment's new pods get no such grace: any restart fails its wait).
 pub const CRASH_LOOP_RESTARTS: i32 = 2;
+
+/// How long every pod of a Deployment's new `ReplicaSet` must stay Ready, without a container restart, after the
+/// rollout looked complete before [`deployment`] reports it rolled out (docs/waiting.md). Pulumi's and kapp's
+/// awaiters accept the first status in which the controller counts the new pods available, so a process that
+/// crashes a moment after it was seen Ready passes them; 5 s is what `minReadySeconds: 5` would ask of the
+/// controller, and covers a process that dies right after starting, however the kubelet reports it.
+pub const ROLLOUT_SETTLE: Duration = Duration::from_secs(5);
 
 /// How many log lines a failure report shows.
 pub const LOG_TAIL_LINES: usize = 20;
@@ -73,7 +82,8 @@ pub struct DeploymentTarget {
 /// How a wait ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// The Job completed (`Complete` or `SuccessCriteriaMet`), or the Deployment rolled out our write.
+    /// The Job completed (`Complete` or `SuccessCriteriaMet`), or the Deployment rolled out our write: every pod of
+    /// its new `ReplicaSet` available and Ready, without a restart, for [`ROLLOUT_SETTLE`].
     Succeeded,
     /// The Job was deleted (its TTL, say) after it had been seen succeeding: finished and cleaned up.
     CleanedUp,
@@ -128,6 +138,8 @@ pub enum Phase {
     Observing,
     /// The Deployment's new pods are starting, or its old pods are stopping.
     RollingOut,
+    /// Every new pod of the Deployment is available: watching that they stay up without a restart.
+    Settling,
 }
 
 impl fmt::Display for Phase {
@@ -139,6 +151,7 @@ impl fmt::Display for Phase {
             Phase::Retrying => "retrying",
             Phase::Observing => "waiting for the controller",
             Phase::RollingOut => "rolling out",
+            Phase::Settling => "settling",
         })
     }
 }

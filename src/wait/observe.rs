@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
+use std::time::Duration;
 
 use futures::stream::{BoxStream, SelectAll};
 use futures::{StreamExt, stream};
@@ -123,6 +124,9 @@ pub(crate) struct Observed {
     pub(crate) pods: Cache<Pod>,
     /// The namespace's Warning Events.
     pub(crate) events: Cache<Event>,
+    /// Each pod container's `restartCount` when this wait first saw it, by pod UID and container name: a count
+    /// above it is a restart during the wait.
+    pub(crate) first_restarts: BTreeMap<(String, String), i32>,
 }
 
 impl Observed {
@@ -132,6 +136,49 @@ impl Observed {
             && self.replica_sets.synced
             && self.pods.synced
             && self.events.synced
+    }
+
+    /// Notes the restart count of every container not seen before ([`Observed::first_restarts`]); a container
+    /// without a status yet has not restarted.
+    pub(crate) fn remember_restarts(&mut self) {
+        for pod in self.pods.current() {
+            let uid = key(pod);
+            let statuses: Vec<_> = pod
+                .status
+                .iter()
+                .flat_map(|status| {
+                    status
+                        .init_container_statuses
+                        .iter()
+                        .flatten()
+                        .chain(status.container_statuses.iter().flatten())
+                })
+                .collect();
+            let spec = pod.spec.iter().flat_map(|spec| {
+                spec.init_containers
+                    .iter()
+                    .flatten()
+                    .chain(&spec.containers)
+                    .map(|container| &container.name)
+            });
+            let names = spec.chain(statuses.iter().map(|status| &status.name));
+            for name in names {
+                let restarts = statuses
+                    .iter()
+                    .find(|status| &status.name == name)
+                    .map_or(0, |status| status.restart_count);
+                self.first_restarts
+                    .entry((uid.clone(), name.clone()))
+                    .or_insert(restarts);
+            }
+        }
+    }
+
+    /// The container's restart count when this wait first saw it (`None`: not seen before).
+    pub(crate) fn first_restarts(&self, pod: &str, container: &str) -> Option<i32> {
+        self.first_restarts
+            .get(&(pod.to_owned(), container.to_owned()))
+            .copied()
     }
 
     /// Warning Events about any of these objects (by UID), newest last.
@@ -238,16 +285,20 @@ impl Watches {
                 replica_sets: Cache::new(selectors.replica_sets.is_some()),
                 pods: Cache::new(selectors.pods.is_some()),
                 events: Cache::new(true),
+                first_restarts: BTreeMap::new(),
             },
         }
     }
 
     /// Feeds the watches into [`Observed`] and asks `judge` after every change, until it decides or `deadline`
-    /// passes. `progress` gets every new [`Progress`], its time counted from `started`.
+    /// passes. A [`Step::Settle`] becomes [`Decision::Succeeded`] once the judge has said so of the same pods for
+    /// `settle` without a change in between that it judged otherwise, and one more read of the pods agrees.
+    /// `progress` gets every new [`Progress`], its time counted from `started`.
     pub(crate) async fn drive(
         mut self,
         started: Instant,
         deadline: Instant,
+        settle: Duration,
         progress: &mut dyn FnMut(&Progress),
         judge: impl Fn(&Observed) -> Step,
     ) -> Result<Finish, WaitError> {
@@ -259,37 +310,72 @@ impl Watches {
         progress(&last);
         let timeout = tokio::time::sleep_until(deadline);
         tokio::pin!(timeout);
+        // The pods the judge last called settling, and since when.
+        let mut settling: Option<(Vec<String>, Instant)> = None;
         loop {
+            let settled_at = settling.as_ref().map(|(_, since)| *since + settle);
             let update = tokio::select! {
                 biased;
                 () = &mut timeout => {
                     last.elapsed = started.elapsed();
                     return Ok(Finish::TimedOut(last));
                 }
-                update = self.streams.next() => update,
+                () = tokio::time::sleep_until(settled_at.unwrap_or(deadline)), if settled_at.is_some() => None,
+                // Invariant: watcher streams retry forever and never end, so neither does their merge.
+                update = self.streams.next() => Some(update.expect("watch streams never end")),
             };
-            // Invariant: watcher streams retry forever and never end, so neither does their merge.
-            let update = update.expect("watch streams never end");
-            self.apply(update)?;
-            if !self.observed.synced() {
-                continue;
-            }
-            match judge(&self.observed) {
+            let step = match update {
+                Some(update) => {
+                    self.apply(update)?;
+                    if !self.observed.synced() {
+                        continue;
+                    }
+                    self.observed.remember_restarts();
+                    judge(&self.observed)
+                }
+                // Settled: confirm with a fresh read of the pods (a restart the pod watch has not delivered yet).
+                None => match self.reread(deadline, &judge).await {
+                    Some(Step::Settle(pods, _))
+                        if settling
+                            .as_ref()
+                            .is_some_and(|(settled, _)| *settled == pods) =>
+                    {
+                        return Ok(Finish::Done(Decision::Succeeded));
+                    }
+                    Some(step) => step,
+                    None => return Ok(Finish::Done(Decision::Succeeded)),
+                },
+            };
+            let (phase, message) = match step {
                 Step::Done(decision @ Decision::Failed(..)) => {
-                    let decision = self.settle(deadline, &judge).await.unwrap_or(decision);
+                    let decision = self
+                        .confirm_failure(deadline, &judge)
+                        .await
+                        .unwrap_or(decision);
                     return Ok(Finish::Done(decision));
                 }
                 Step::Done(decision) => return Ok(Finish::Done(decision)),
                 Step::Wait(phase, message) => {
-                    if (phase, message.as_str()) != (last.phase, last.message.as_str()) {
-                        last = Progress {
-                            phase,
-                            message,
-                            elapsed: started.elapsed(),
-                        };
-                        progress(&last);
-                    }
+                    settling = None;
+                    (phase, message)
                 }
+                Step::Settle(pods, message) => {
+                    if settling
+                        .as_ref()
+                        .is_none_or(|(settled, _)| *settled != pods)
+                    {
+                        settling = Some((pods, Instant::now()));
+                    }
+                    (Phase::Settling, message)
+                }
+            };
+            if (phase, message.as_str()) != (last.phase, last.message.as_str()) {
+                last = Progress {
+                    phase,
+                    message,
+                    elapsed: started.elapsed(),
+                };
+                progress(&last);
             }
         }
     }
@@ -297,11 +383,23 @@ impl Watches {
     /// Reads the pods and Warning Events once more and judges again: the watches are separate streams, so the
     /// Job's `Failed` condition can arrive before the pod watch delivered the last pod's exit. Only a failure counts
     /// (the verdict is already known); a read that fails or misses the deadline changes nothing.
-    async fn settle(
+    async fn confirm_failure(
         &mut self,
         deadline: Instant,
         judge: &impl Fn(&Observed) -> Step,
     ) -> Option<Decision> {
+        match self.reread(deadline, judge).await? {
+            Step::Done(decision @ Decision::Failed(..)) => Some(decision),
+            Step::Done(_) | Step::Wait(..) | Step::Settle(..) => None,
+        }
+    }
+
+    /// Reads the pods and Warning Events once more and judges again (`None`: a read failed or missed `deadline`).
+    async fn reread(
+        &mut self,
+        deadline: Instant,
+        judge: &impl Fn(&Observed) -> Step,
+    ) -> Option<Step> {
         let events: Api<Event> = Api::namespaced(self.client.clone(), &self.namespace);
         let warnings = ListParams::default().fields("type=Warning");
         let events = tokio::time::timeout_at(deadline, events.list(&warnings)).await;
@@ -317,10 +415,8 @@ impl Watches {
                 self.observed.pods.apply(Seen::Apply(pod));
             }
         }
-        match judge(&self.observed) {
-            Step::Done(decision @ Decision::Failed(..)) => Some(decision),
-            Step::Done(_) | Step::Wait(..) => None,
-        }
+        self.observed.remember_restarts();
+        Some(judge(&self.observed))
     }
 
     fn apply(&mut self, update: Update) -> Result<(), WaitError> {
@@ -399,6 +495,9 @@ fn is_permanent(error: &watcher::Error) -> bool {
 pub(crate) enum Step {
     /// Not decided: where it stands.
     Wait(Phase, String),
+    /// Done with [`Decision::Succeeded`] if it stays so for the driver's settle period: the UIDs of the pods that
+    /// must stay up (another set starts the period again), and where it stands.
+    Settle(Vec<String>, String),
     /// Decided.
     Done(Decision),
 }
@@ -442,6 +541,7 @@ pub(crate) mod tests {
             replica_sets: Cache::new(false),
             pods: Cache::new(false),
             events: Cache::new(false),
+            first_restarts: BTreeMap::new(),
         }
     }
 

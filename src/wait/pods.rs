@@ -97,6 +97,94 @@ fn termination(terminated: &ContainerStateTerminated) -> Termination {
     }
 }
 
+/// The crash of a Deployment pod's container, whose restart policy is `Always`, as a problem: it waits in
+/// `CrashLoopBackOff` or `RunContainerError`; it exited (with any code; an init container: a non-zero one) and is
+/// about to be restarted; its `restartCount` rose above `first_restarts(container)`, the count when the wait first
+/// saw it; or it was restarted before and is not running Ready now.
+pub(crate) fn crash(pod: &Pod, first_restarts: impl Fn(&str) -> Option<i32>) -> Option<PodProblem> {
+    let status = pod.status.as_ref()?;
+    let init = status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .map(|c| (c, true));
+    let main = status
+        .container_statuses
+        .iter()
+        .flatten()
+        .map(|c| (c, false));
+    init.chain(main).find_map(|(container, init)| {
+        let state = container.state.as_ref()?;
+        let last_termination = container
+            .last_state
+            .as_ref()
+            .and_then(|last| last.terminated.as_ref())
+            .map(termination);
+        let rose =
+            first_restarts(&container.name).is_some_and(|first| container.restart_count > first);
+        let restarted = container.restart_count > 0 && last_termination.is_some();
+        let state = match state {
+            KubeState {
+                waiting: Some(waiting),
+                ..
+            } => {
+                let reason = waiting.reason.clone().unwrap_or_default();
+                if !(is_crash(&reason) || rose || (restarted && !init)) {
+                    return None;
+                }
+                ContainerState::Waiting {
+                    reason,
+                    message: waiting.message.clone(),
+                }
+            }
+            KubeState {
+                terminated: Some(terminated),
+                ..
+            } => {
+                if init && terminated.exit_code == 0 && !rose {
+                    return None;
+                }
+                ContainerState::Terminated(termination(terminated))
+            }
+            KubeState {
+                running: Some(_), ..
+            } => {
+                if !(rose || (restarted && !container.ready)) {
+                    return None;
+                }
+                ContainerState::Running {
+                    ready: container.ready,
+                }
+            }
+            KubeState { .. } => return None,
+        };
+        Some(PodProblem {
+            pod: pod.name_any(),
+            container: container.name.clone(),
+            restarts: container.restart_count,
+            state,
+            last_termination,
+        })
+    })
+}
+
+/// Whether the pod is Ready: its `Ready` condition, else (none yet) every container's readiness.
+pub(crate) fn ready(pod: &Pod) -> bool {
+    let Some(status) = pod.status.as_ref() else {
+        return false;
+    };
+    if let Some(condition) = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|condition| condition.type_ == "Ready")
+    {
+        return condition.status == "True";
+    }
+    let containers = status.container_statuses.as_deref().unwrap_or_default();
+    !containers.is_empty() && containers.iter().all(|container| container.ready)
+}
+
 /// Whether the problem fails the wait now: the container cannot start, or it keeps crashing past the grace.
 pub(crate) fn is_fatal(problem: &PodProblem) -> bool {
     match &problem.state {

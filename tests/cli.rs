@@ -238,3 +238,45 @@ fn invalid_job_and_set_names_fail_before_any_request() {
         ],
     );
 }
+
+#[test]
+fn no_jobs_file_at_all_is_a_usage_error() {
+    let home = tempfile::tempdir().unwrap();
+    for command in ["validate", "diff", "apply"] {
+        let output = toolforge_jobs()
+            .arg(command)
+            .current_dir(home.path())
+            .env("HOME", home.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{command}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("pass one with `-f FILE`"),
+            "{command}: {stderr}"
+        );
+        assert!(output.stdout.is_empty(), "{command}");
+    }
+}
+
+#[test]
+fn a_jobs_file_named_with_f_that_does_not_exist_is_a_usage_error() {
+    let home = tempfile::tempdir().unwrap();
+    let missing = home.path().join("missing.yaml");
+    for command in ["validate", "diff", "apply"] {
+        let output = toolforge_jobs()
+            .arg(command)
+            .arg("-f")
+            .arg(&missing)
+            .current_dir(home.path())
+            .env("HOME", home.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{command}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("missing.yaml"), "{command}: {stderr}");
+        assert!(output.stdout.is_empty(), "{command}");
+    }
+}

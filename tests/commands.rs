@@ -294,8 +294,8 @@ async fn logs_reads_the_file_log_in_the_home_or_the_pods_logs() {
     std::fs::write(cluster.directory.path().join("bot.err"), "oops\n").unwrap();
     let logs = cluster.run(&["logs", "bot", "-l", "2"]).await;
     logs.expect_code(0);
-    assert_eq!(logs.stdout, "two\nthree\noops\n");
-    assert!(logs.stderr.contains("bot.out <=="), "{}", logs.stderr);
+    assert_eq!(logs.stdout, "two\nthree\n");
+    assert_eq!(logs.stderr, "oops\n");
 
     // No file logging: the pods' logs, upstream's line format.
     let logs = until(&cluster, &["logs", "quiet"], |run| {
@@ -775,4 +775,118 @@ async fn wait_next_waits_for_the_next_run_of_a_scheduled_job() {
     quick.expect_code(5);
     let not_scheduled = cluster.run(&["wait", "bot", "--next"]).await;
     not_scheduled.expect_code(2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quota_json_is_one_document_even_without_a_quota() {
+    let cluster = Cluster::start().await;
+    let quota = cluster.run(&["quota", "-o", "json"]).await;
+    quota.expect_code(0);
+    let tables: Value = serde_json::from_str(&quota.stdout)
+        .unwrap_or_else(|error| panic!("{error}: not JSON:\n{}", quota.stdout));
+    let titles: Vec<&str> = tables
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|table| table["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        titles,
+        ["Running jobs", "Per-job limits", "Job definitions"]
+    );
+    assert!(
+        tables
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|table| table["rows"] == json!([])),
+        "{tables}"
+    );
+    assert!(quota.stderr.is_empty(), "{}", quota.stderr);
+}
+
+/// What a command wrote to `path` so far.
+fn written(path: &std::path::Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_prints_the_out_file_to_stdout_and_the_err_file_to_stderr_also_when_following() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(
+        "\
+- name: bot
+  command: ./bot.py
+  image: python3.11
+  continuous: true
+- name: both
+  command: ./both.py
+  image: python3.11
+  continuous: true
+  filelog-stdout: both.log
+  filelog-stderr: both.log
+",
+    );
+    cluster.run(&["apply", "--wait"]).await.expect_code(0);
+    let home = cluster.directory.path();
+    std::fs::write(home.join("bot.out"), "out one\n").unwrap();
+    std::fs::write(home.join("bot.err"), "err one\n").unwrap();
+
+    let logs = cluster.run(&["logs", "bot"]).await;
+    logs.expect_code(0);
+    assert_eq!(logs.stdout, "out one\n");
+    assert_eq!(logs.stderr, "err one\n");
+
+    // One file for both streams is the job's output, on stdout.
+    std::fs::write(home.join("both.log"), "said\nfailed\n").unwrap();
+    let logs = cluster.run(&["logs", "both"]).await;
+    logs.expect_code(0);
+    assert_eq!(logs.stdout, "said\nfailed\n");
+    assert_eq!(logs.stderr, "");
+
+    // `--follow`: what is appended to each file goes to its own stream.
+    let captured = tempfile::tempdir().unwrap();
+    let (stdout_path, stderr_path) = (captured.path().join("out"), captured.path().join("err"));
+    let mut child = cluster
+        .command(&["logs", "bot", "--follow"])
+        .stdout(std::fs::File::create(&stdout_path).unwrap())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let settle = |done: &dyn Fn() -> bool, what: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !done() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what}; stdout:\n{}\nstderr:\n{}",
+                written(&stdout_path),
+                written(&stderr_path)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    settle(
+        &|| written(&stdout_path) == "out one\n" && written(&stderr_path) == "err one\n",
+        "the files were never printed",
+    );
+    let append = |name: &str, text: &str| {
+        use std::io::Write as _;
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(home.join(name))
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+    };
+    append("bot.out", "out two\n");
+    append("bot.err", "err two\n");
+    settle(
+        &|| {
+            written(&stdout_path) == "out one\nout two\n"
+                && written(&stderr_path) == "err one\nerr two\n"
+        },
+        "the appended lines were not printed apart",
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
 }

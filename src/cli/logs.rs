@@ -2,7 +2,8 @@
 //!
 //! With file logging on (the default for pre-built images) the output is in the job's log files in the tool's
 //! home (`NAME.out`, `NAME.err`, or `filelog-stdout`/`filelog-stderr`), read from the paths the live object
-//! names; `--follow` keeps reading what is appended, as `tail -f` does. Without file logging the pods' logs are read
+//! names, the stdout file to our stdout and the stderr file to our stderr (one file for both goes to stdout);
+//! `--follow` keeps reading what is appended, as `tail -f` does. Without file logging the pods' logs are read
 //! through the API (`pods/log`), every pod of the job oldest first, as upstream's logs lines:
 //! `<time> [<pod>] [<container>] <message>`; `--follow` follows them until the containers stop.
 
@@ -47,25 +48,46 @@ pub(crate) async fn run(
     let job = live.job(&args.name)?;
     let canonical = &job.read_back.job;
     if canonical.filelog {
-        let mut paths: Vec<PathBuf> = [&canonical.filelog_stdout, &canonical.filelog_stderr]
-            .into_iter()
-            .flatten()
-            .map(PathBuf::from)
-            .collect();
-        paths.dedup();
-        return file_logs(&paths, args, printer).await;
+        let mut files: Vec<(PathBuf, Stream)> = [
+            (&canonical.filelog_stdout, Stream::Stdout),
+            (&canonical.filelog_stderr, Stream::Stderr),
+        ]
+        .into_iter()
+        .filter_map(|(path, stream)| Some((PathBuf::from(path.as_ref()?), stream)))
+        .collect();
+        // One file for both streams is the job's output: it goes to stdout.
+        files.dedup_by(|later, earlier| later.0 == earlier.0);
+        return file_logs(&files, args, printer).await;
     }
     pod_logs(&live, &job, args, printer).await
 }
 
-/// The job's log files: each one's (last) lines, then with `--follow` what gets appended to any of them.
+/// Where a log file is printed: the job's stdout file to our stdout, its stderr file to our stderr, so that
+/// `2>/dev/null` or `2>errors.log` keeps the two apart as they were written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    Stdout,
+    Stderr,
+}
+
+impl Stream {
+    fn print(self, printer: Printer, text: &str) -> std::io::Result<()> {
+        match self {
+            Stream::Stdout => printer.data(text),
+            Stream::Stderr => printer.message(text),
+        }
+    }
+}
+
+/// The job's log files, each to its [`Stream`]: each one's (last) lines, then with `--follow` what gets appended
+/// to any of them.
 async fn file_logs(
-    paths: &[PathBuf],
+    files: &[(PathBuf, Stream)],
     args: &LogsArgs,
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
     let mut offsets = Vec::new();
-    for path in paths {
+    for (path, stream) in files {
         if !path.exists() {
             printer.message(&format!("no log at {} yet\n", path.display()))?;
             offsets.push(0);
@@ -75,10 +97,10 @@ async fn file_logs(
             path: path.clone(),
             source,
         })?;
-        if paths.len() > 1 {
-            printer.message(&format!("==> {} <==\n", path.display()))?;
-        }
-        printer.data(&last_lines(&String::from_utf8_lossy(&text), args.last))?;
+        stream.print(
+            printer,
+            &last_lines(&String::from_utf8_lossy(&text), args.last),
+        )?;
         offsets.push(text.len() as u64);
     }
     if !args.follow {
@@ -86,7 +108,7 @@ async fn file_logs(
     }
     loop {
         tokio::time::sleep(FILE_FOLLOW_INTERVAL).await;
-        for (path, offset) in paths.iter().zip(&mut offsets) {
+        for ((path, stream), offset) in files.iter().zip(&mut offsets) {
             let appended = read_from(path, *offset)
                 .await
                 .map_err(|source| Error::ReadFile {
@@ -94,7 +116,7 @@ async fn file_logs(
                     source,
                 })?;
             *offset += appended.len() as u64;
-            printer.data(&String::from_utf8_lossy(&appended))?;
+            stream.print(printer, &String::from_utf8_lossy(&appended))?;
         }
     }
 }

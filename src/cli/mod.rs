@@ -388,6 +388,10 @@ impl From<crate::apply::ApplyError> for Error {
 impl Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
+            // A file named with `-f` that does not exist is a usage error, as no jobs file at all is.
+            Error::ReadFile { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                ExitStatus::Invalid
+            }
             Error::NoJobsFile { .. }
             | Error::NoTool
             | Error::ContextNamespace { .. }

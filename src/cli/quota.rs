@@ -44,16 +44,17 @@ const DEFINITIONS: [(&str, &str); 2] = [
 
 pub(crate) async fn run(global: &GlobalArgs, printer: Printer) -> Result<ExitStatus, Error> {
     let (_, namespace, snapshot) = live_jobs::snapshot(global).await?;
-    if snapshot.quotas.is_empty() && snapshot.limit_ranges.is_empty() {
+    let tables = tables(&snapshot.quotas, &snapshot.limit_ranges);
+    // JSON is always one document, its tables empty when the namespace has no quota and no limits.
+    let text = if global.output == OutputFormat::Json {
+        json_line(&tables)?
+    } else if snapshot.quotas.is_empty() && snapshot.limit_ranges.is_empty() {
         printer.message(&format!(
             "Namespace `{namespace}` has no quota and no limits.\n"
         ))?;
         return Ok(ExitStatus::Success);
-    }
-    let text = if global.output == OutputFormat::Json {
-        json_line(&tables(&snapshot.quotas, &snapshot.limit_ranges))?
     } else {
-        render(&tables(&snapshot.quotas, &snapshot.limit_ranges))
+        render(&tables)
     };
     printer.data(&text)?;
     Ok(ExitStatus::Success)

@@ -240,43 +240,29 @@ fn invalid_job_and_set_names_fail_before_any_request() {
 }
 
 #[test]
-fn no_jobs_file_at_all_is_a_usage_error() {
-    let home = tempfile::tempdir().unwrap();
-    for command in ["validate", "diff", "apply"] {
-        let output = toolforge_jobs()
-            .arg(command)
-            .current_dir(home.path())
-            .env("HOME", home.path())
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap();
-        assert_eq!(output.status.code(), Some(2), "{command}");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            stderr.contains("pass one with `-f FILE`"),
-            "{command}: {stderr}"
-        );
-        assert!(output.stdout.is_empty(), "{command}");
-    }
-}
-
-#[test]
-fn a_jobs_file_named_with_f_that_does_not_exist_is_a_usage_error() {
+fn no_jobs_file_or_a_missing_one_is_a_usage_error() {
     let home = tempfile::tempdir().unwrap();
     let missing = home.path().join("missing.yaml");
-    for command in ["validate", "diff", "apply"] {
-        let output = toolforge_jobs()
-            .arg(command)
-            .arg("-f")
-            .arg(&missing)
-            .current_dir(home.path())
-            .env("HOME", home.path())
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap();
-        assert_eq!(output.status.code(), Some(2), "{command}");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(stderr.contains("missing.yaml"), "{command}: {stderr}");
-        assert!(output.stdout.is_empty(), "{command}");
+    let missing = missing.to_str().unwrap();
+    // (arguments after the command, what stderr names)
+    let cases: [(&[&str], &str); 2] = [
+        (&[], "pass one with `-f FILE`"),
+        (&["-f", missing], "missing.yaml"),
+    ];
+    for (args, named) in cases {
+        for command in ["validate", "diff", "apply"] {
+            let output = toolforge_jobs()
+                .arg(command)
+                .args(args)
+                .current_dir(home.path())
+                .env("HOME", home.path())
+                .env("NO_COLOR", "1")
+                .output()
+                .unwrap();
+            assert_eq!(output.status.code(), Some(2), "{command} {args:?}");
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(stderr.contains(named), "{command} {args:?}: {stderr}");
+            assert!(output.stdout.is_empty(), "{command} {args:?}");
+        }
     }
 }

@@ -23,16 +23,8 @@ const CANNOT_START: [&str; 6] = [
 /// The pod's most telling container problem: a container that cannot start or crash-loops, else one that exited
 /// non-zero or was restarted after a failure, else (with `not_ready`) one running but not ready.
 pub(crate) fn problem(pod: &Pod, not_ready: bool) -> Option<PodProblem> {
-    let status = pod.status.as_ref()?;
-    let containers: Vec<&ContainerStatus> = status
-        .init_container_statuses
-        .iter()
-        .flatten()
-        .chain(status.container_statuses.iter().flatten())
-        .collect();
-    let problems: Vec<PodProblem> = containers
-        .iter()
-        .filter_map(|container| container_problem(pod, container, not_ready))
+    let problems: Vec<PodProblem> = containers(pod)
+        .filter_map(|(container, _)| container_problem(pod, container, not_ready))
         .collect();
     let rank = |problem: &PodProblem| match &problem.state {
         _ if is_fatal(problem) => 0,
@@ -42,17 +34,55 @@ pub(crate) fn problem(pod: &Pod, not_ready: bool) -> Option<PodProblem> {
     problems.into_iter().min_by_key(rank)
 }
 
+/// The pod's container statuses, init containers first, each with whether it is an init container.
+fn containers(pod: &Pod) -> impl Iterator<Item = (&ContainerStatus, bool)> {
+    let status = pod.status.as_ref();
+    let init = status
+        .and_then(|s| s.init_container_statuses.as_deref())
+        .unwrap_or_default()
+        .iter()
+        .map(|c| (c, true));
+    let main = status
+        .and_then(|s| s.container_statuses.as_deref())
+        .unwrap_or_default()
+        .iter()
+        .map(|c| (c, false));
+    init.chain(main)
+}
+
+/// How the container's previous run ended, if it ran before.
+fn last_termination(container: &ContainerStatus) -> Option<Termination> {
+    container
+        .last_state
+        .as_ref()
+        .and_then(|last| last.terminated.as_ref())
+        .map(termination)
+}
+
+impl PodProblem {
+    fn of(
+        pod: &Pod,
+        container: &ContainerStatus,
+        state: ContainerState,
+        last_termination: Option<Termination>,
+    ) -> PodProblem {
+        PodProblem {
+            pod: pod.name_any(),
+            container: container.name.clone(),
+            restarts: container.restart_count,
+            state,
+            last_termination,
+        }
+    }
+}
+
 fn container_problem(
     pod: &Pod,
     container: &ContainerStatus,
     not_ready: bool,
 ) -> Option<PodProblem> {
     let state = container.state.as_ref()?;
-    let last_termination = container
-        .last_state
-        .as_ref()
-        .and_then(|last| last.terminated.as_ref())
-        .map(termination);
+    let last_termination = last_termination(container);
     let failed_before = last_termination.as_ref().is_some_and(|t| t.exit_code != 0);
     let state = match state {
         KubeState {
@@ -80,13 +110,7 @@ fn container_problem(
         },
         _ => return None,
     };
-    Some(PodProblem {
-        pod: pod.name_any(),
-        container: container.name.clone(),
-        restarts: container.restart_count,
-        state,
-        last_termination,
-    })
+    Some(PodProblem::of(pod, container, state, last_termination))
 }
 
 fn termination(terminated: &ContainerStateTerminated) -> Termination {
@@ -102,24 +126,9 @@ fn termination(terminated: &ContainerStateTerminated) -> Termination {
 /// about to be restarted; its `restartCount` rose above `first_restarts(container)`, the count when the wait first
 /// saw it; or it was restarted before and is not running Ready now.
 pub(crate) fn crash(pod: &Pod, first_restarts: impl Fn(&str) -> Option<i32>) -> Option<PodProblem> {
-    let status = pod.status.as_ref()?;
-    let init = status
-        .init_container_statuses
-        .iter()
-        .flatten()
-        .map(|c| (c, true));
-    let main = status
-        .container_statuses
-        .iter()
-        .flatten()
-        .map(|c| (c, false));
-    init.chain(main).find_map(|(container, init)| {
+    containers(pod).find_map(|(container, init)| {
         let state = container.state.as_ref()?;
-        let last_termination = container
-            .last_state
-            .as_ref()
-            .and_then(|last| last.terminated.as_ref())
-            .map(termination);
+        let last_termination = last_termination(container);
         let rose =
             first_restarts(&container.name).is_some_and(|first| container.restart_count > first);
         let restarted = container.restart_count > 0 && last_termination.is_some();
@@ -158,13 +167,7 @@ pub(crate) fn crash(pod: &Pod, first_restarts: impl Fn(&str) -> Option<i32>) -> 
             }
             KubeState { .. } => return None,
         };
-        Some(PodProblem {
-            pod: pod.name_any(),
-            container: container.name.clone(),
-            restarts: container.restart_count,
-            state,
-            last_termination,
-        })
+        Some(PodProblem::of(pod, container, state, last_termination))
     })
 }
 

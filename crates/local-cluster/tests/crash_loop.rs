@@ -194,6 +194,13 @@ fn assert_crash_looped(name: &str, pods: &[(Instant, Pod)], deployments: &[Deplo
     }
 }
 
+/// Two crash-looping Deployments, one exiting at once and one after a moment with code 0, and a healthy one.
+const DEPLOYMENTS: [(&str, &str); 3] = [
+    ("crash", "echo starting; exit 1"),
+    ("brief", "sleep 0.3; exit 0"),
+    ("healthy", "sleep 1000"),
+];
+
 #[tokio::test]
 async fn crash_looping_deployments_never_have_a_ready_pod_nor_become_available() {
     // Real time, with a short crash-loop back-off so the pods restart several times while watched.
@@ -201,15 +208,7 @@ async fn crash_looping_deployments_never_have_a_ready_pod_nor_become_available()
     let observe = Duration::from_secs(4);
     let pods = watch::<Pod>(&client, observe).await;
     let deployments = watch::<Deployment>(&client, observe).await;
-    create(
-        &client,
-        &[
-            ("crash", "echo starting; exit 1"),
-            ("brief", "sleep 0.3; exit 0"),
-            ("healthy", "sleep 1000"),
-        ],
-    )
-    .await;
+    create(&client, &DEPLOYMENTS).await;
     let pods = pods.await.expect("pod watch");
     let deployments: Vec<Deployment> = deployments
         .await
@@ -287,15 +286,7 @@ async fn crash_looping_deployments_exceed_their_progress_deadline_and_rollout_st
     // sync stays a real second (200 cluster seconds), well inside the deadline of the healthy Deployment.
     let (cluster, client) = start(200.0, Duration::from_secs(10)).await;
     let began = Instant::now();
-    create(
-        &client,
-        &[
-            ("crash", "echo starting; exit 1"),
-            ("brief", "sleep 0.3; exit 0"),
-            ("healthy", "sleep 1000"),
-        ],
-    )
-    .await;
+    create(&client, &DEPLOYMENTS).await;
     let api: Api<Deployment> = Api::default_namespaced(client.clone());
     for name in ["crash", "brief"] {
         let progressing = eventually("ProgressDeadlineExceeded", || async {

@@ -342,7 +342,7 @@ fn quantity(fields: &Fields<'_>, key: Key, problems: &mut Vec<Problem>) -> Optio
 #[cfg(test)]
 mod tests {
     use crate::config::image::ImageTable;
-    use crate::config::{Context, Job, JobKind, SourceFile, load};
+    use crate::config::{Context, InvalidFile, Job, JobKind, JobsFile, SourceFile, load};
 
     /// Loads one job written as the body of a list item, returning it or the codes of its errors.
     fn job(body: &str) -> Result<Job, Vec<&'static str>> {
@@ -576,7 +576,8 @@ mod tests {
         );
     }
 
-    fn error_codes(text: &str) -> Vec<&'static str> {
+    /// Loads a whole file with the bundled image table and no trigger files.
+    fn load_text(text: &str) -> Result<JobsFile, InvalidFile> {
         let images = ImageTable::bundled();
         let context = Context {
             tool: "mytool",
@@ -584,16 +585,28 @@ mod tests {
             count_trigger_files: None,
         };
         load(SourceFile::new("jobs.yaml", text), &context)
+    }
+
+    /// The errors of a file, with their help texts (none for a valid file).
+    fn error_helps(text: &str) -> Vec<(&'static str, String)> {
+        load_text(text)
             .err()
             .map(|invalid| {
                 invalid
                     .problems
-                    .iter()
-                    .filter(|p| p.is_error())
-                    .map(|p| p.code)
+                    .into_iter()
+                    .filter(crate::config::Problem::is_error)
+                    .map(|p| (p.code, p.help.unwrap_or_default()))
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    fn error_codes(text: &str) -> Vec<&'static str> {
+        error_helps(text)
+            .into_iter()
+            .map(|(code, _)| code)
+            .collect()
     }
 
     #[test]
@@ -618,17 +631,11 @@ mod tests {
 
     #[test]
     fn a_deprecated_image_is_reported_once_with_its_successor() {
-        let images = ImageTable::bundled();
-        let context = Context {
-            tool: "mytool",
-            images: &images,
-            count_trigger_files: None,
-        };
         let text = "- {name: a, command: x, image: python3.9}\n\
                     - {name: b, command: x, image: tf-python39}\n\
                     - {name: c, command: x, image: node16}\n\
                     - {name: d, command: x, image: python3.9}\n";
-        let file = load(SourceFile::new("jobs.yaml", text), &context).unwrap();
+        let file = load_text(text).unwrap();
         let warnings: Vec<(usize, &str, Option<&str>)> = file
             .warnings
             .iter()
@@ -649,26 +656,6 @@ mod tests {
                 ),
             ]
         );
-    }
-
-    fn error_helps(text: &str) -> Vec<(&'static str, String)> {
-        let images = ImageTable::bundled();
-        let context = Context {
-            tool: "mytool",
-            images: &images,
-            count_trigger_files: None,
-        };
-        load(SourceFile::new("jobs.yaml", text), &context)
-            .err()
-            .map(|invalid| {
-                invalid
-                    .problems
-                    .into_iter()
-                    .filter(crate::config::Problem::is_error)
-                    .map(|p| (p.code, p.help.unwrap_or_default()))
-                    .collect()
-            })
-            .unwrap_or_default()
     }
 
     #[test]

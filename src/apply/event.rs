@@ -43,4 +43,6 @@ pub enum EventKind {
     Succeeded,
     /// It failed; the message says why.
     Failed,
+    /// Waiting for it was given up by a stop (Ctrl-C); the job itself goes on.
+    Interrupted,
 }

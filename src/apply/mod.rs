@@ -9,7 +9,9 @@
 //! (POST, PUT guarded by the listed resourceVersion, or a merge patch of our labels for an adoption). A one-off's
 //! run is recorded in the inventory **before** its Job is created, so a crash can leave "outcome unknown" but
 //! never a second run. Transient API errors are retried ([`crate::cluster::retry`]); any other error stops the
-//! apply and names the job. Ctrl-C stops starting new actions; the ones in flight finish.
+//! apply and names the job. A stop (Ctrl-C, the daemon's SIGTERM) ends every wait at once and starts no new
+//! action; the writes in flight finish. Each apply that wrote records in the inventory what it did
+//! ([`ApplyRecord`]), for `status` and `wait --file`.
 
 mod event;
 mod waiting;
@@ -17,16 +19,17 @@ mod write;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, watch as channel};
 
 use crate::cluster::inventory::{InventoryStore, InventoryWriteError};
 use crate::plan::{Action, LiveState, Plan, PlannedAction, Wait};
 use crate::render::Rendered;
-use crate::render::inventory::{Inventory, JobRecord, Outcome, RunRecord};
+use crate::render::inventory::{
+    ApplyRecord, ApplyResult, Inventory, JobRecord, Outcome, Rollout, RunRecord,
+};
 
 pub use event::{Event, EventKind, Progress};
 pub use waiting::{Target, run_outcome};
@@ -41,6 +44,17 @@ pub struct Options {
     pub deletion_timeout: Duration,
     /// How long each `wait` one-off may take before the jobs after it are given up (its `wait: SECONDS`).
     pub barrier_timeouts: BTreeMap<String, Duration>,
+    /// Who applies which file content, for the inventory's [`ApplyRecord`]; `None` records nothing.
+    pub origin: Option<Origin>,
+}
+
+/// Who carries out a plan, and made from which content of the jobs file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// The lock holder's identity.
+    pub by: String,
+    /// [`crate::render::inventory::content_hash`] of the file.
+    pub file_hash: String,
 }
 
 impl Default for Options {
@@ -49,6 +63,7 @@ impl Default for Options {
             concurrency: 8,
             deletion_timeout: Duration::from_secs(300),
             barrier_timeouts: BTreeMap::new(),
+            origin: None,
         }
     }
 }
@@ -56,14 +71,15 @@ impl Default for Options {
 /// How long a barrier waits when `Options::barrier_timeouts` does not say.
 const DEFAULT_BARRIER_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// What was done: the actions carried out, and the one-off Jobs created (job name → Job UID).
+/// What was done: the jobs changed, and the one-off Jobs created (job name → Job UID).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Applied {
-    pub done: Vec<String>,
+    /// The jobs whose action changed something (an unchanged job whose record was rewritten is not one).
+    pub changed: Vec<String>,
     pub started_jobs: BTreeMap<String, String>,
     /// Deployments written: job name → (UID, generation of our write), for the rollout wait.
     pub deployments: BTreeMap<String, (String, i64)>,
-    /// Set when Ctrl-C stopped the apply before every action ran.
+    /// Set when a stop (Ctrl-C) ended the apply before every action ran or every barrier was waited for.
     pub interrupted: bool,
     /// A barrier one-off that did not succeed (the later stages were not applied), and how its wait ended.
     pub failed_barrier: Option<(String, crate::wait::Outcome)>,
@@ -99,7 +115,8 @@ pub struct Executor {
     rendered: BTreeMap<String, Rendered>,
     inventory: Mutex<InventoryStore>,
     progress: Arc<dyn Progress>,
-    interrupted: Arc<AtomicBool>,
+    /// Becomes `true` to stop (see the module documentation).
+    stop: channel::Receiver<bool>,
     options: Options,
 }
 
@@ -120,14 +137,29 @@ impl Executor {
             rendered,
             inventory: Mutex::new(inventory),
             progress,
-            interrupted: Arc::new(AtomicBool::new(false)),
+            stop: channel::channel(false).1,
             options,
         }
     }
 
-    /// Set it to stop starting new actions (Ctrl-C).
-    pub fn interrupt_flag(&self) -> Arc<AtomicBool> {
-        Arc::clone(&self.interrupted)
+    /// Stops when `stop` becomes `true`: no new action starts and every wait ends at once.
+    #[must_use]
+    pub fn stopped_by(mut self, stop: channel::Receiver<bool>) -> Self {
+        self.stop = stop;
+        self
+    }
+
+    /// Whether a stop was asked for.
+    pub fn is_stopped(&self) -> bool {
+        *self.stop.borrow()
+    }
+
+    /// Returns once a stop is asked for; never when nobody can ask.
+    async fn stop_requested(&self) {
+        let mut stop = self.stop.clone();
+        if stop.wait_for(|stop| *stop).await.is_err() {
+            std::future::pending::<()>().await;
+        }
     }
 
     /// The inventory as last written.
@@ -147,37 +179,11 @@ impl Executor {
             .partition(|action| action.action == Action::Delete);
         for stage in stages(&main) {
             if self.stopped(&mut applied) {
+                self.record_apply(&applied, ApplyResult::Interrupted)
+                    .await?;
                 return Ok(applied);
             }
-            self.record_runs(&stage).await?;
-            let results: Vec<_> = futures::stream::iter(stage.iter().copied())
-                .map(|action| self.run_action(action))
-                .buffer_unordered(self.options.concurrency.max(1))
-                .collect()
-                .await;
-            let mut first_error = None;
-            let mut succeeded = Vec::new();
-            for result in results {
-                match result {
-                    Ok(outcome) => succeeded.push(outcome),
-                    Err(error) => {
-                        first_error.get_or_insert(error);
-                    }
-                }
-            }
-            self.record_jobs(&succeeded).await?;
-            for outcome in succeeded {
-                if let Some(uid) = outcome.job_uid {
-                    applied.started_jobs.insert(outcome.job.clone(), uid);
-                }
-                if let Some(written) = outcome.deployment.clone() {
-                    applied.deployments.insert(outcome.job.clone(), written);
-                }
-                applied.done.push(outcome.job);
-            }
-            if let Some(error) = first_error {
-                return Err(error);
-            }
+            self.run_stage(&stage, &mut applied).await?;
             if let Some(last) = stage.last()
                 && is_barrier(last)
                 && let Some(uid) = self.barrier_uid(&applied, last)
@@ -193,15 +199,23 @@ impl Executor {
                     Box::pin(self.wait_for(vec![target], tokio::time::Instant::now() + timeout))
                         .await?;
                 applied.barriers.push(last.job.clone());
-                if let Some(outcome) = outcomes.remove(&last.job)
-                    && !outcome.is_success()
-                {
-                    applied.failed_barrier = Some((last.job.clone(), outcome));
-                    return Ok(applied);
+                match outcomes.remove(&last.job) {
+                    Some(outcome) if outcome.is_success() => {}
+                    Some(outcome) => {
+                        let barrier = last.job.clone();
+                        applied.failed_barrier = Some((barrier.clone(), outcome));
+                        self.record_apply(&applied, ApplyResult::Held { barrier })
+                            .await?;
+                        return Ok(applied);
+                    }
+                    // Stopped while waiting.
+                    None => {}
                 }
             }
         }
         if self.stopped(&mut applied) {
+            self.record_apply(&applied, ApplyResult::Interrupted)
+                .await?;
             return Ok(applied);
         }
         let results: Vec<_> = futures::stream::iter(prunes)
@@ -213,6 +227,8 @@ impl Executor {
         for result in results {
             removed.push(result?.job);
         }
+        applied.changed.extend(removed.iter().cloned());
+        let record = self.apply_record(&applied, ApplyResult::Complete);
         self.inventory
             .lock()
             .await
@@ -220,10 +236,89 @@ impl Executor {
                 for job in &removed {
                     inventory.jobs.remove(job);
                 }
+                if let Some(record) = &record {
+                    inventory.last_apply = Some(record.clone());
+                }
             })
             .await?;
-        applied.done.extend(removed);
         Ok(applied)
+    }
+
+    /// Carries out one stage: its runs recorded first, its actions concurrently, then what they did recorded.
+    async fn run_stage(
+        &self,
+        stage: &[&PlannedAction],
+        applied: &mut Applied,
+    ) -> Result<(), ApplyError> {
+        self.record_runs(stage).await?;
+        let results: Vec<_> = futures::stream::iter(stage.iter().copied())
+            .map(|action| self.run_action(action))
+            .buffer_unordered(self.options.concurrency.max(1))
+            .collect()
+            .await;
+        let mut first_error = None;
+        let mut succeeded = Vec::new();
+        for result in results {
+            match result {
+                Ok(outcome) => succeeded.push(outcome),
+                Err(error) => {
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+        self.record_jobs(&succeeded).await?;
+        for outcome in succeeded {
+            if let Some(uid) = outcome.job_uid {
+                applied.started_jobs.insert(outcome.job.clone(), uid);
+            }
+            if let Some(written) = outcome.deployment.clone() {
+                applied.deployments.insert(outcome.job.clone(), written);
+            }
+            if outcome.changed {
+                applied.changed.push(outcome.job);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// The inventory's record of what `applied` did, when the options name its origin.
+    fn apply_record(&self, applied: &Applied, result: ApplyResult) -> Option<ApplyRecord> {
+        let origin = self.options.origin.as_ref()?;
+        Some(ApplyRecord {
+            at: jiff::Timestamp::now(),
+            by: origin.by.clone(),
+            file_hash: origin.file_hash.clone(),
+            changed: applied.changed.clone(),
+            started: applied.started_jobs.clone(),
+            rollouts: applied
+                .deployments
+                .iter()
+                .map(|(job, (uid, generation))| {
+                    let rollout = Rollout {
+                        uid: uid.clone(),
+                        generation: *generation,
+                    };
+                    (job.clone(), rollout)
+                })
+                .collect(),
+            result,
+        })
+    }
+
+    /// Records an apply that ended before the end of the plan (the complete one is recorded with the prunes).
+    async fn record_apply(
+        &self,
+        applied: &Applied,
+        result: ApplyResult,
+    ) -> Result<(), InventoryWriteError> {
+        let Some(record) = self.apply_record(applied, result) else {
+            return Ok(());
+        };
+        self.inventory
+            .lock()
+            .await
+            .update(|inventory| inventory.last_apply = Some(record.clone()))
+            .await
     }
 
     /// Records the outcome of one-off runs once they are known.
@@ -270,7 +365,7 @@ impl Executor {
     }
 
     fn stopped(&self, applied: &mut Applied) -> bool {
-        applied.interrupted = self.interrupted.load(Ordering::SeqCst);
+        applied.interrupted = self.is_stopped();
         applied.interrupted
     }
 
@@ -374,6 +469,8 @@ impl Executor {
 #[derive(Debug)]
 struct ActionOutcome {
     job: String,
+    /// Whether the action changed something (not only rewrote the job's inventory record).
+    changed: bool,
     /// The UID of the one-off Job it created.
     job_uid: Option<String>,
     /// The UID and generation of the Deployment it wrote.

@@ -23,7 +23,8 @@ pub enum Target {
 }
 
 impl Target {
-    fn job(&self) -> &str {
+    /// The job's name in the jobs file.
+    pub fn job(&self) -> &str {
         match self {
             Target::Job(target) => &target.job,
             Target::Deployment(target) => &target.job,
@@ -65,7 +66,7 @@ impl Executor {
     }
 
     /// Waits for every target until `deadline`, reporting progress; records the one-offs' outcomes. Returns the
-    /// outcome per job name.
+    /// outcome per job name; a stop ends every wait at once, and the jobs not waited for to the end have none.
     pub async fn wait_for(
         &self,
         targets: Vec<Target>,
@@ -74,10 +75,23 @@ impl Executor {
         let results: Vec<(Target, Result<Outcome, wait::WaitError>)> =
             futures::stream::iter(targets)
                 .map(|target| async move {
-                    let outcome = self.wait_one(&target, deadline).await;
+                    let outcome = tokio::select! {
+                        outcome = self.wait_one(&target, deadline) => Some(outcome),
+                        () = self.stop_requested() => None,
+                    };
                     (target, outcome)
                 })
                 .buffer_unordered(CONCURRENT_WAITS)
+                .filter_map(|(target, outcome)| async move {
+                    if outcome.is_none() {
+                        self.progress.event(Event::new(
+                            target.job(),
+                            EventKind::Interrupted,
+                            "not waited for: interrupted".to_owned(),
+                        ));
+                    }
+                    Some((target, outcome?))
+                })
                 .collect()
                 .await;
         let mut outcomes = BTreeMap::new();

@@ -47,6 +47,7 @@ pub(super) async fn carry_out(
 ) -> Result<ActionOutcome, WriteError> {
     let mut outcome = ActionOutcome {
         job: action.job.clone(),
+        changed: action.action.changes(),
         job_uid: None,
         deployment: None,
     };

@@ -8,7 +8,6 @@
 use std::io::{BufRead as _, IsTerminal as _};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use clap::Args;
@@ -79,6 +78,7 @@ pub(crate) async fn run(
     };
     // Nothing to write needs no lock: a no-op apply costs what a `diff` does. Otherwise plan again under the
     // lock, so that nobody changes what the plan was made from.
+    let lock_holder = lock::identity("apply");
     let lock = if args.dry_run || !planned.needs_writes() {
         None
     } else {
@@ -93,7 +93,7 @@ pub(crate) async fn run(
         let lock = lock::acquire(
             &planned.connection.client,
             &planned.namespace,
-            &lock::identity("apply"),
+            &lock_holder,
             args.wait_for_lock,
         )
         .await?;
@@ -116,7 +116,7 @@ pub(crate) async fn run(
             printer.data_color(),
         ))?;
     }
-    let status = carry_out(&planned, args, json, printer).await;
+    let status = carry_out(&planned, &lock_holder, args, json, printer).await;
     if let Some(lock) = lock {
         release(lock).await;
     }
@@ -131,6 +131,7 @@ async fn release(lock: Lock) {
 
 async fn carry_out(
     planned: &Planned,
+    lock_holder: &str,
     args: &ApplyArgs,
     json: bool,
     printer: Printer,
@@ -167,37 +168,51 @@ async fn carry_out(
     }
 
     let reporter = progress::reporter(json, printer);
-    let executor = planned.executor(
-        Arc::clone(&reporter) as Arc<dyn Progress>,
-        usize::from(args.concurrency),
-    );
-    let interrupted = executor.interrupt_flag();
-    let watcher = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            interrupted.store(true, Ordering::SeqCst);
-        }
-    });
-    let status = Box::pin(execute(&executor, plan, args.wait)).await;
-    watcher.abort();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let executor = planned
+        .executor(
+            lock_holder,
+            Arc::clone(&reporter) as Arc<dyn Progress>,
+            usize::from(args.concurrency),
+        )
+        .stopped_by(stopped);
+    let interrupts = tokio::spawn(interrupts(stop, Arc::clone(&reporter), printer));
+    let result = Box::pin(execute(&executor, plan, args.wait)).await;
+    interrupts.abort();
     reporter.finish();
-    let (status, applied) = status?;
-    let message = match (&applied.failed_barrier, applied.interrupted) {
-        (_, true) => {
-            "interrupted: the writes in flight finished, nothing else was started\n".to_owned()
-        }
-        (Some((job, wait::Outcome::TimedOut(_))), false) => format!(
-            "error: `{job}` has `wait` and did not finish in time: the jobs after it were not applied; the next \
-             apply waits for it again while it runs\n"
+    let Executed {
+        status,
+        applied,
+        not_waited_for,
+    } = result?;
+    let changing: Vec<&str> = plan
+        .actions
+        .iter()
+        .filter(|action| action.action.changes())
+        .map(|action| action.job.as_str())
+        .collect();
+    let not_applied: Vec<&str> = changing
+        .iter()
+        .copied()
+        .filter(|job| !applied.changed.iter().any(|changed| changed == job))
+        .collect();
+    let message = match &applied.failed_barrier {
+        _ if applied.interrupted => interrupted_message(&applied, &not_applied, &not_waited_for),
+        Some((job, wait::Outcome::TimedOut(_))) => format!(
+            "error: `{job}` has `wait` and did not finish in time: the jobs after it were not applied ({}); the \
+             next apply waits for it again while it runs\n",
+            listed(&not_applied)
         ),
-        (Some((job, _)), false) => format!(
-            "error: `{job}` has `wait`: the jobs after it were not applied; fix it (a changed definition runs \
-             again), or run it again with `--retry-failed` or `--replace {job}`\n"
+        Some((job, _)) => format!(
+            "error: `{job}` has `wait` and did not succeed: the jobs after it were not applied ({}); fix it (a \
+             changed definition runs again), or run it again with `--retry-failed` or `--replace {job}`\n",
+            listed(&not_applied)
         ),
-        (None, false) => match plan.held_by() {
+        None => match plan.held_by() {
             Some(barrier) => held_message(barrier),
             None => format!(
                 "applied: {} of {} jobs changed\n",
-                applied.done.len(),
+                applied.changed.len(),
                 plan.actions.len()
             ),
         },
@@ -212,7 +227,68 @@ async fn carry_out(
     }
 }
 
-/// What to do about a `wait` one-off whose last run with its current definition failed.
+/// Ctrl-C: the first stops the apply (every wait ends, the writes in flight finish, the lock is released); a
+/// second exits at once.
+async fn interrupts(
+    stop: tokio::sync::watch::Sender<bool>,
+    reporter: Arc<progress::Reporter>,
+    printer: Printer,
+) {
+    if tokio::signal::ctrl_c().await.is_err() {
+        return;
+    }
+    stop.send_replace(true);
+    if tokio::signal::ctrl_c().await.is_err() {
+        return;
+    }
+    reporter.finish();
+    // Exiting anyway: a message that cannot be written changes nothing.
+    let _ = printer.message(&format!(
+        "interrupted again: exiting at once; the lock expires by itself within {} s\n",
+        lock::LEASE_DURATION.as_secs()
+    ));
+    std::process::exit(i32::from(ExitStatus::Interrupted.code()));
+}
+
+/// What an interrupted apply did and did not do.
+fn interrupted_message(
+    applied: &Applied,
+    not_applied: &[&str],
+    not_waited_for: &[String],
+) -> String {
+    let changed: Vec<&str> = applied.changed.iter().map(String::as_str).collect();
+    let mut parts = vec![if changed.is_empty() {
+        "nothing was applied".to_owned()
+    } else {
+        format!("applied {}", listed(&changed))
+    }];
+    if !not_applied.is_empty() {
+        parts.push(format!(
+            "not applied: {} (run `apply` again to carry them out)",
+            listed(not_applied)
+        ));
+    }
+    if !not_waited_for.is_empty() {
+        let jobs: Vec<&str> = not_waited_for.iter().map(String::as_str).collect();
+        parts.push(format!(
+            "stopped waiting for {}: they go on (`toolforge-jobs wait NAME`)",
+            listed(&jobs)
+        ));
+    }
+    format!("interrupted: {}\n", parts.join("; "))
+}
+
+/// `a`, `a and b`, `a, b and c`, each in backticks; `no job` for none.
+fn listed(jobs: &[&str]) -> String {
+    let quoted: Vec<String> = jobs.iter().map(|job| format!("`{job}`")).collect();
+    match quoted.split_last() {
+        None => "no job".to_owned(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// What a stage of jobs may not do while a `wait` one-off whose last run with its current definition failed.
 fn held_message(barrier: &str) -> String {
     format!(
         "error: `{barrier}` has `wait` and its last run with this definition failed: the jobs after it are held \
@@ -221,27 +297,54 @@ fn held_message(barrier: &str) -> String {
     )
 }
 
-/// Carries the plan out and, with `--wait`, waits for what it started; the exit status and what was done.
+/// How carrying out went.
+struct Executed {
+    status: ExitStatus,
+    applied: Applied,
+    /// Jobs `--wait` stopped waiting for (interrupted).
+    not_waited_for: Vec<String>,
+}
+
+/// Carries the plan out and, with `--wait`, waits for what it started.
 async fn execute(
     executor: &Executor,
     plan: &Plan,
     wait: Option<Duration>,
-) -> Result<(ExitStatus, Applied), Error> {
-    let applied = executor.execute(plan).await?;
-    if applied.interrupted {
-        return Ok((ExitStatus::Interrupted, applied));
-    }
-    if let Some((_, outcome)) = &applied.failed_barrier {
-        return Ok((wait_status([outcome]), applied));
-    }
-    let mut status = ExitStatus::Success;
-    if let Some(wait) = wait {
+) -> Result<Executed, Error> {
+    let mut applied = executor.execute(plan).await?;
+    let status = if applied.interrupted {
+        ExitStatus::Interrupted
+    } else if let Some((_, outcome)) = &applied.failed_barrier {
+        wait_status([outcome])
+    } else if let Some(wait) = wait {
         let targets = executor.targets(&applied, &applied.barriers);
+        let jobs: Vec<String> = targets
+            .iter()
+            .map(|target| target.job().to_owned())
+            .collect();
         let deadline = tokio::time::Instant::now() + wait;
         let outcomes = Box::pin(executor.wait_for(targets, deadline)).await?;
-        status = wait_status(outcomes.values());
-    }
-    Ok((status, applied))
+        if executor.is_stopped() {
+            applied.interrupted = true;
+            let not_waited_for = jobs
+                .into_iter()
+                .filter(|job| !outcomes.contains_key(job))
+                .collect();
+            return Ok(Executed {
+                status: ExitStatus::Interrupted,
+                applied,
+                not_waited_for,
+            });
+        }
+        wait_status(outcomes.values())
+    } else {
+        ExitStatus::Success
+    };
+    Ok(Executed {
+        status,
+        applied,
+        not_waited_for: Vec::new(),
+    })
 }
 
 /// Exit 4 when a job failed, else 5 when one timed out, else 0 (SPEC §7).

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::apply::{Executor, Options, Progress};
+use crate::apply::{Executor, Options, Origin, Progress};
 use crate::cli::{Error, GlobalArgs, connection, jobs_file, tool_name};
 use crate::cluster::inventory::InventoryStore;
 use crate::cluster::{self, Connection, ContextInputs, Passwd, Snapshot};
@@ -17,6 +17,7 @@ use crate::config::{self, Context, Job, JobKind, JobsFile, ToolName};
 use crate::output::Printer;
 use crate::plan::{self, Action, Plan, PlanOptions};
 use crate::render::context::DEFAULT_SET_NAME;
+use crate::render::inventory;
 use crate::render::{self, Rendered, read_trigger_files};
 
 /// The flags that shape a plan.
@@ -91,6 +92,8 @@ pub(crate) struct Planned {
     tool: ToolName,
     directory: PathBuf,
     file: JobsFile,
+    /// [`inventory::content_hash`] of the file's content.
+    file_hash: String,
     /// The file's jobs, rendered, in file order.
     pub(crate) desired: Vec<(Job, Rendered)>,
     pub(crate) snapshot: Snapshot,
@@ -132,9 +135,14 @@ impl Planned {
             })
     }
 
-    /// The executor that carries out this plan: the rendered objects, each `wait` one-off's timeout as its
-    /// barrier's, the inventory as read, progress to `progress`.
-    pub(crate) fn executor(&self, progress: Arc<dyn Progress>, concurrency: usize) -> Executor {
+    /// The executor that carries out this plan for the lock holder `by`: the rendered objects, each `wait`
+    /// one-off's timeout as its barrier's, the inventory as read, progress to `progress`.
+    pub(crate) fn executor(
+        &self,
+        by: &str,
+        progress: Arc<dyn Progress>,
+        concurrency: usize,
+    ) -> Executor {
         let rendered = self
             .desired
             .iter()
@@ -167,6 +175,10 @@ impl Planned {
             Options {
                 concurrency,
                 barrier_timeouts,
+                origin: Some(Origin {
+                    by: by.to_owned(),
+                    file_hash: self.file_hash.clone(),
+                }),
                 ..Options::default()
             },
         )
@@ -337,6 +349,7 @@ pub(crate) async fn plan_loaded(
         tool,
         directory,
         file,
+        file_hash: inventory::content_hash(bytes),
         desired,
         snapshot,
         plan,

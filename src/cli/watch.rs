@@ -13,7 +13,6 @@
 use std::collections::BTreeSet;
 use std::io::IsTerminal as _;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -33,7 +32,7 @@ use crate::config::image::ImageTable;
 use crate::output::{ExitStatus, Printer};
 use crate::plan::Action;
 use crate::render::context::DEFAULT_SET_NAME;
-use crate::render::inventory::{DaemonStatus, Outcome, Reconcile, ReconcileResult};
+use crate::render::inventory::{self, DaemonStatus, Outcome, Reconcile, ReconcileResult};
 use crate::watch::{self, Reconciler, Settings, Trigger, Verdict, restrict_prunes};
 
 #[derive(Debug, Args)]
@@ -185,6 +184,8 @@ struct Attempt {
     message: String,
     /// The inventory as read by the plan, for writing the status after it.
     stored: Option<Box<StoredInventory>>,
+    /// The content hash of the file it read.
+    file_hash: Option<String>,
 }
 
 impl Attempt {
@@ -193,7 +194,13 @@ impl Attempt {
             result,
             message: message.into(),
             stored: None,
+            file_hash: None,
         }
+    }
+
+    fn of_file(mut self, content: &[u8]) -> Self {
+        self.file_hash = Some(inventory::content_hash(content));
+        self
     }
 
     fn stored(mut self, stored: Option<StoredInventory>) -> Self {
@@ -217,6 +224,7 @@ impl Reconciler for Daemon {
         let record = Reconcile {
             at: jiff::Timestamp::now(),
             trigger: trigger.name().to_owned(),
+            file_hash: attempt.file_hash,
             result: attempt.result,
             message: attempt.message,
         };
@@ -334,9 +342,10 @@ impl Daemon {
                 return Attempt::new(
                     ReconcileResult::InvalidFile,
                     "the jobs file is invalid with the cluster's image table",
-                );
+                )
+                .of_file(&bytes);
             }
-            Err(error) => return failed(&error),
+            Err(error) => return failed(&error).of_file(&bytes),
         };
         self.restrict_prunes(&mut planned, &names);
         let deletes = planned
@@ -358,6 +367,7 @@ impl Daemon {
         self.carry_out(&planned, trigger, names, stop)
             .await
             .stored(stored)
+            .of_file(&bytes)
     }
 
     /// The file to apply, loaded: a change reads it, drift, resyncs and retries apply the last valid one. An
@@ -390,7 +400,8 @@ impl Daemon {
                 return Err(Attempt::new(
                     ReconcileResult::InvalidFile,
                     "the jobs file is invalid; see `toolforge-jobs validate`",
-                ));
+                )
+                .of_file(&bytes));
             }
         };
         if !file.warnings.is_empty() && self.warned.as_ref() != Some(&bytes) {
@@ -480,23 +491,17 @@ impl Daemon {
             return Attempt::new(ReconcileResult::Unchanged, "nothing to change");
         }
 
-        let executor = planned.executor(Arc::new(LogProgress), self.concurrency);
-        let interrupted = executor.interrupt_flag();
-        let mut stop = stop;
-        let stopper = tokio::spawn(async move {
-            if stop.wait_for(|stop| *stop).await.is_ok() {
-                interrupted.store(true, Ordering::SeqCst);
-            }
-        });
+        let executor = planned
+            .executor(&self.status.holder, Arc::new(LogProgress), self.concurrency)
+            .stopped_by(stop);
         let result = Box::pin(executor.execute(plan)).await;
-        stopper.abort();
         let applied = match result {
             Ok(applied) => applied,
             Err(error) => return failed(&Error::from(error)),
         };
         let mut message = format!(
             "{} of {} jobs changed",
-            applied.done.len(),
+            applied.changed.len(),
             plan.actions.len()
         );
         if let Some((job, _)) = &applied.failed_barrier {
@@ -600,7 +605,9 @@ impl Progress for LogProgress {
             EventKind::Started | EventKind::Step | EventKind::Succeeded => {
                 tracing::info!(job, "{message}");
             }
-            EventKind::Applied | EventKind::Waiting => tracing::debug!(job, "{message}"),
+            EventKind::Applied | EventKind::Waiting | EventKind::Interrupted => {
+                tracing::debug!(job, "{message}");
+            }
             EventKind::Failed => tracing::error!(job, "{message}"),
         }
     }

@@ -118,7 +118,10 @@ impl Reporter {
         let mark = match event.kind {
             EventKind::Started | EventKind::Applied => return,
             EventKind::Failed => "error: ",
-            EventKind::Step | EventKind::Waiting | EventKind::Succeeded => "",
+            EventKind::Step
+            | EventKind::Waiting
+            | EventKind::Succeeded
+            | EventKind::Interrupted => "",
         };
         self.state().last_output = Instant::now();
         self.write(&format!("{}: {mark}{}\n", event.job, event.message));
@@ -155,6 +158,7 @@ impl Reporter {
                 }
             }
             EventKind::Succeeded => bar.finish_with_message(first.to_owned()),
+            EventKind::Interrupted => bar.abandon_with_message(first.to_owned()),
             EventKind::Applied => bar.set_message(format!("{first}: done")),
             EventKind::Started | EventKind::Step | EventKind::Waiting => {
                 bar.set_message(first.to_owned());
@@ -168,7 +172,10 @@ impl Progress for Reporter {
         {
             let mut state = self.state();
             match event.kind {
-                EventKind::Applied | EventKind::Succeeded | EventKind::Failed => {
+                EventKind::Applied
+                | EventKind::Succeeded
+                | EventKind::Failed
+                | EventKind::Interrupted => {
                     state.running.remove(&event.job);
                 }
                 EventKind::Started | EventKind::Step | EventKind::Waiting => {

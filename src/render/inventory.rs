@@ -45,6 +45,9 @@ pub struct Inventory {
     /// What the `watch` daemon of this set last did; absent until one ran (older records do not have it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub daemon: Option<DaemonStatus>,
+    /// The last apply (or daemon reconcile) that wrote to the cluster; absent until one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_apply: Option<ApplyRecord>,
 }
 
 impl Default for Inventory {
@@ -53,8 +56,59 @@ impl Default for Inventory {
             version: FORMAT_VERSION,
             jobs: BTreeMap::new(),
             daemon: None,
+            last_apply: None,
         }
     }
+}
+
+/// What one apply that wrote did, for `status` and for `wait --file`: which content of the file it carried out
+/// (matched by [`content_hash`], so that a record from before an edit never stands for the edited file), what
+/// it started, and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApplyRecord {
+    /// When it finished carrying out (not when its jobs finished).
+    #[serde(with = "timestamp")]
+    pub at: jiff::Timestamp,
+    /// Who applied, as in the Lease's holder: `apply by tools.mytool@host (pid 7)`.
+    pub by: String,
+    /// [`content_hash`] of the jobs file it applied.
+    pub file_hash: String,
+    /// The jobs it changed (created, updated, replaced, deleted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
+    /// The one-off Jobs it created: job name → Job UID.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub started: BTreeMap<String, String>,
+    /// The Deployments it wrote, whose rollouts follow.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rollouts: BTreeMap<String, Rollout>,
+    pub result: ApplyResult,
+}
+
+/// A Deployment write: the object and the generation whose rollout shows that it took effect.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Rollout {
+    pub uid: String,
+    pub generation: i64,
+}
+
+/// How an apply ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "state")]
+pub enum ApplyResult {
+    /// Every planned action was carried out.
+    Complete,
+    /// Ctrl-C (or the daemon's stop) ended it early: the actions not started were not carried out.
+    Interrupted,
+    /// A `wait` one-off did not succeed: the jobs after it were not applied.
+    Held { barrier: String },
+}
+
+/// The hash of a jobs file's content that [`ApplyRecord::file_hash`] and the daemon's reconciles record.
+pub fn content_hash(content: &[u8]) -> String {
+    base64_url(&sha256(&[content]))
 }
 
 /// The `watch` daemon's record of itself, for `status`: who runs it, since when, what it last did and what last
@@ -91,6 +145,9 @@ pub struct Reconcile {
     pub at: jiff::Timestamp,
     /// What set it off: `start`, `file`, `drift`, `resync` or `retry`.
     pub trigger: String,
+    /// [`content_hash`] of the file content it read; absent when the file could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_hash: Option<String>,
     pub result: ReconcileResult,
     /// For people: what was changed, or why it failed.
     pub message: String,
@@ -376,6 +433,7 @@ mod tests {
             last_reconcile: Some(Reconcile {
                 at,
                 trigger: "file".to_owned(),
+                file_hash: None,
                 result: ReconcileResult::Applied,
                 message: "1 job changed".to_owned(),
             }),

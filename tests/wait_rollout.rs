@@ -106,7 +106,7 @@ async fn crash_loops(command: &str, report: &[&str]) -> String {
     let stderr = &applied.stderr;
     assert_eq!(applied.code, 4, "`{command}`:\n{stderr}");
     assert!(
-        stderr.contains("job `bot` did not roll out: pod `bot-")
+        stderr.contains("bot: did not roll out: pod `bot-")
             && stderr.contains("` keeps crashing (CrashLoopBackOff)"),
         "`{command}`:\n{stderr}"
     );

@@ -148,6 +148,26 @@ async fn polling_the_file_sees_edits_too() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_for_people_draws_the_diagnostics_of_an_invalid_file() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs("- name: bad\n  command: ./x\n  image: nosuchimage\n");
+    let mut daemon = cluster.spawn(&["watch", "--log-format", "human", "--debounce", "100ms"]);
+    daemon.wait_for_log("the jobs file is invalid", 1).await;
+    daemon.wait_for_log("not a Toolforge image", 1).await;
+    daemon.terminate();
+    assert_eq!(daemon.exit_code().await, 0);
+    let log = daemon.log();
+    // Drawn as `validate` draws it, one line of the report per line of the log; nothing escaped.
+    assert!(log.contains("jobs.yaml:3:10]"), "{log}");
+    assert!(
+        log.lines()
+            .any(|line| line.trim_start().starts_with("3 │   image: nosuchimage")),
+        "{log}"
+    );
+    assert!(!log.contains("\\n"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invalid_or_half_written_file_changes_nothing_until_it_is_fixed() {
     let cluster = Cluster::start().await;
     cluster.write_jobs(WITH_WEB);

@@ -41,8 +41,11 @@ pub enum EventKind {
     /// It did what it should: a one-off succeeded, or a continuous job rolled out (its new pods stayed up for the
     /// settle period) and is running.
     Succeeded,
-    /// It failed; the message says why.
+    /// It failed; the message says how, for a row that names the job: `failed: …`, `did not roll out: …`,
+    /// `timed out; …`, `create failed: …`.
     Failed,
     /// Waiting for it was given up by a stop (Ctrl-C); the job itself goes on.
     Interrupted,
+    /// Not applied: a `wait` one-off before it did not succeed.
+    Held,
 }

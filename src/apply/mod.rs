@@ -85,6 +85,8 @@ pub struct Applied {
     pub failed_barrier: Option<(String, crate::wait::Outcome)>,
     /// The barrier one-offs waited for.
     pub barriers: Vec<String>,
+    /// The jobs a stop ended the wait for (they go on).
+    pub not_waited_for: Vec<String>,
 }
 
 /// Why an apply stopped.
@@ -177,13 +179,14 @@ impl Executor {
             .iter()
             .filter(|action| action.action.changes() || needs_record(action))
             .partition(|action| action.action == Action::Delete);
-        for stage in stages(&main) {
+        let stages = stages(&main);
+        for (index, stage) in stages.iter().enumerate() {
             if self.stopped(&mut applied) {
                 self.record_apply(&applied, ApplyResult::Interrupted)
                     .await?;
                 return Ok(applied);
             }
-            self.run_stage(&stage, &mut applied).await?;
+            self.run_stage(stage, &mut applied).await?;
             if let Some(last) = stage.last()
                 && is_barrier(last)
                 && let Some(uid) = self.barrier_uid(&applied, last)
@@ -203,13 +206,20 @@ impl Executor {
                     Some(outcome) if outcome.is_success() => {}
                     Some(outcome) => {
                         let barrier = last.job.clone();
+                        let held = stages[index + 1..].iter().flatten().chain(&prunes);
+                        for action in held {
+                            self.progress.event(Event::new(
+                                &action.job,
+                                EventKind::Held,
+                                format!("held: not applied, `{barrier}` did not succeed"),
+                            ));
+                        }
                         applied.failed_barrier = Some((barrier.clone(), outcome));
                         self.record_apply(&applied, ApplyResult::Held { barrier })
                             .await?;
                         return Ok(applied);
                     }
-                    // Stopped while waiting.
-                    None => {}
+                    None => applied.not_waited_for.push(last.job.clone()),
                 }
             }
         }
@@ -453,7 +463,7 @@ impl Executor {
                 self.progress.event(Event::new(
                     &action.job,
                     EventKind::Failed,
-                    source.to_string(),
+                    format!("{name} failed: {source}"),
                 ));
                 Err(ApplyError::Action {
                     job: action.job.clone(),

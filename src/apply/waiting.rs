@@ -120,7 +120,7 @@ impl Executor {
         let job = target.job().to_owned();
         let mut progress = |progress: &wait::Progress| {
             self.progress
-                .event(Event::new(&job, EventKind::Waiting, progress.to_string()));
+                .event(Event::new(&job, EventKind::Waiting, progress.summary()));
         };
         let outcome = match target {
             Target::Job(target) => {
@@ -143,7 +143,7 @@ impl Executor {
                 Target::Deployment(_) => (EventKind::Succeeded, "rolled out, running".to_owned()),
             },
             Outcome::CleanedUp => (EventKind::Succeeded, "finished and cleaned up".to_owned()),
-            Outcome::Failed(report) => (EventKind::Failed, report.to_string()),
+            Outcome::Failed(report) => (EventKind::Failed, report.under_its_job()),
             Outcome::TimedOut(last) => (EventKind::Failed, format!("timed out; last: {last}")),
         };
         self.progress.event(Event::new(target.job(), kind, message));

@@ -116,11 +116,34 @@ pub(crate) async fn run(
             printer.data_color(),
         ))?;
     }
-    let status = carry_out(&planned, &lock_holder, args, json, printer).await;
+    // From here to the lock's release, Ctrl-C stops the apply instead of killing it (see `interrupts`).
+    let reporter = progress::reporter(json, printer);
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let interrupts = lock
+        .is_some()
+        .then(|| tokio::spawn(interrupts(stop, Arc::clone(&reporter), printer)));
+    let carrying = Carrying {
+        lock_holder: &lock_holder,
+        reporter: &reporter,
+        stopped,
+    };
+    let status = carry_out(&planned, carrying, args, printer).await;
+    reporter.finish();
     if let Some(lock) = lock {
         release(lock).await;
     }
+    if let Some(interrupts) = interrupts {
+        interrupts.abort();
+    }
     status
+}
+
+/// What carrying out the plan reports to, and is stopped by.
+struct Carrying<'a> {
+    lock_holder: &'a str,
+    reporter: &'a Arc<progress::Reporter>,
+    /// Becomes `true` at the first Ctrl-C.
+    stopped: tokio::sync::watch::Receiver<bool>,
 }
 
 async fn release(lock: Lock) {
@@ -131,9 +154,8 @@ async fn release(lock: Lock) {
 
 async fn carry_out(
     planned: &Planned,
-    lock_holder: &str,
+    carrying: Carrying<'_>,
     args: &ApplyArgs,
-    json: bool,
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
     let plan = &planned.plan;
@@ -167,37 +189,30 @@ async fn carry_out(
         return Ok(ExitStatus::Refused);
     }
 
-    let reporter = progress::reporter(json, printer);
-    let (stop, stopped) = tokio::sync::watch::channel(false);
     let executor = planned
         .executor(
-            lock_holder,
-            Arc::clone(&reporter) as Arc<dyn Progress>,
+            carrying.lock_holder,
+            Arc::clone(carrying.reporter) as Arc<dyn Progress>,
             usize::from(args.concurrency),
         )
-        .stopped_by(stopped);
-    let interrupts = tokio::spawn(interrupts(stop, Arc::clone(&reporter), printer));
+        .stopped_by(carrying.stopped);
     let result = Box::pin(execute(&executor, plan, args.wait)).await;
-    interrupts.abort();
-    reporter.finish();
-    let Executed {
-        status,
-        applied,
-        not_waited_for,
-    } = result?;
+    carrying.reporter.finish();
+    let (status, applied, unsuccessful) = result?;
     let changing: Vec<&str> = plan
         .actions
         .iter()
         .filter(|action| action.action.changes())
         .map(|action| action.job.as_str())
         .collect();
-    let not_applied: Vec<&str> = changing
+    // In the plan's order: the order the writes finished in means nothing to the reader.
+    let (done, not_applied): (Vec<&str>, Vec<&str>) = changing
         .iter()
-        .copied()
-        .filter(|job| !applied.changed.iter().any(|changed| changed == job))
-        .collect();
+        .partition(|job| applied.changed.iter().any(|changed| changed == *job));
     let message = match &applied.failed_barrier {
-        _ if applied.interrupted => interrupted_message(&applied, &not_applied, &not_waited_for),
+        _ if applied.interrupted => {
+            interrupted_message(&done, &not_applied, &applied.not_waited_for)
+        }
         Some((job, wait::Outcome::TimedOut(_))) => format!(
             "error: `{job}` has `wait` and did not finish in time: the jobs after it were not applied ({}); the \
              next apply waits for it again while it runs\n",
@@ -210,6 +225,15 @@ async fn carry_out(
         ),
         None => match plan.held_by() {
             Some(barrier) => held_message(barrier),
+            None if !unsuccessful.is_empty() => {
+                let jobs: Vec<&str> = unsuccessful.iter().map(String::as_str).collect();
+                format!(
+                    "error: {} of {} jobs changed, but {} did not succeed (see above)\n",
+                    applied.changed.len(),
+                    plan.actions.len(),
+                    listed(&jobs)
+                )
+            }
             None => format!(
                 "applied: {} of {} jobs changed\n",
                 applied.changed.len(),
@@ -251,16 +275,11 @@ async fn interrupts(
 }
 
 /// What an interrupted apply did and did not do.
-fn interrupted_message(
-    applied: &Applied,
-    not_applied: &[&str],
-    not_waited_for: &[String],
-) -> String {
-    let changed: Vec<&str> = applied.changed.iter().map(String::as_str).collect();
-    let mut parts = vec![if changed.is_empty() {
+fn interrupted_message(done: &[&str], not_applied: &[&str], not_waited_for: &[String]) -> String {
+    let mut parts = vec![if done.is_empty() {
         "nothing was applied".to_owned()
     } else {
-        format!("applied {}", listed(&changed))
+        format!("applied {}", listed(done))
     }];
     if !not_applied.is_empty() {
         parts.push(format!(
@@ -297,21 +316,15 @@ fn held_message(barrier: &str) -> String {
     )
 }
 
-/// How carrying out went.
-struct Executed {
-    status: ExitStatus,
-    applied: Applied,
-    /// Jobs `--wait` stopped waiting for (interrupted).
-    not_waited_for: Vec<String>,
-}
-
-/// Carries the plan out and, with `--wait`, waits for what it started.
+/// Carries the plan out and, with `--wait`, waits for what it started; the exit status, what was done, and the
+/// jobs `--wait` saw fail or time out.
 async fn execute(
     executor: &Executor,
     plan: &Plan,
     wait: Option<Duration>,
-) -> Result<Executed, Error> {
+) -> Result<(ExitStatus, Applied, Vec<String>), Error> {
     let mut applied = executor.execute(plan).await?;
+    let mut unsuccessful = Vec::new();
     let status = if applied.interrupted {
         ExitStatus::Interrupted
     } else if let Some((_, outcome)) = &applied.failed_barrier {
@@ -326,25 +339,22 @@ async fn execute(
         let outcomes = Box::pin(executor.wait_for(targets, deadline)).await?;
         if executor.is_stopped() {
             applied.interrupted = true;
-            let not_waited_for = jobs
-                .into_iter()
-                .filter(|job| !outcomes.contains_key(job))
+            applied
+                .not_waited_for
+                .extend(jobs.into_iter().filter(|job| !outcomes.contains_key(job)));
+            ExitStatus::Interrupted
+        } else {
+            unsuccessful = outcomes
+                .iter()
+                .filter(|(_, outcome)| !outcome.is_success())
+                .map(|(job, _)| job.clone())
                 .collect();
-            return Ok(Executed {
-                status: ExitStatus::Interrupted,
-                applied,
-                not_waited_for,
-            });
+            wait_status(outcomes.values())
         }
-        wait_status(outcomes.values())
     } else {
         ExitStatus::Success
     };
-    Ok(Executed {
-        status,
-        applied,
-        not_waited_for: Vec::new(),
-    })
+    Ok((status, applied, unsuccessful))
 }
 
 /// Exit 4 when a job failed, else 5 when one timed out, else 0 (SPEC §7).

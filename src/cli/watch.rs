@@ -124,6 +124,7 @@ pub(crate) async fn run(
     };
     let client = connection.client.clone();
     let mut daemon = Daemon::new(connection, source, args, identity, lock, printer);
+    daemon.human_log = !json;
     let result = watch::run(&settings, &client, &namespace, &mut daemon).await;
     let lock = daemon.stopped().await;
     if let Err(error) = lock.release().await {
@@ -164,6 +165,8 @@ struct Daemon {
     source: Source,
     plan_args: PlanArgs,
     printer: Printer,
+    /// Whether the log is for people: diagnostics are drawn below the line instead of escaped into a field.
+    human_log: bool,
     concurrency: usize,
     debounce: Duration,
     /// The content of the last valid file: what drift repair and resyncs apply.
@@ -295,6 +298,7 @@ impl Daemon {
                 ignore_rerun_always: false,
             },
             printer,
+            human_log: false,
             concurrency: usize::from(args.concurrency),
             debounce: args.debounce,
             last_good: None,
@@ -387,15 +391,16 @@ impl Daemon {
                 }
             },
         };
+        let color = self.human_log && self.printer.color();
         let mut file = match self
             .source
-            .load(&bytes, &ImageTable::bundled(), false, false)
+            .load(&bytes, &ImageTable::bundled(), false, color)
         {
             Ok(file) => file,
             Err(problems) => {
-                tracing::warn!(
-                    diagnostics = problems,
-                    "the jobs file is invalid: ignored, the last valid state stays applied"
+                self.warn_with(
+                    "the jobs file is invalid: ignored, the last valid state stays applied",
+                    &problems,
                 );
                 return Err(Attempt::new(
                     ReconcileResult::InvalidFile,
@@ -405,10 +410,8 @@ impl Daemon {
             }
         };
         if !file.warnings.is_empty() && self.warned.as_ref() != Some(&bytes) {
-            tracing::warn!(
-                diagnostics = render_problems(&file.source, &file.warnings, false),
-                "the jobs file has warnings"
-            );
+            let warnings = render_problems(&file.source, &file.warnings, color);
+            self.warn_with("the jobs file has warnings", &warnings);
         }
         self.warned = Some(bytes.clone());
         // Logged once; `plan_loaded` would print them at every reconcile.
@@ -420,6 +423,18 @@ impl Daemon {
             .collect();
         self.last_good = Some(bytes.clone());
         Ok((bytes, file))
+    }
+
+    /// Logs a warning with `validate`'s report: drawn below the line for people, a field of the JSON line.
+    fn warn_with(&self, message: &str, diagnostics: &str) {
+        if self.human_log {
+            tracing::warn!("{message}:");
+            if let Err(error) = self.printer.message(diagnostics) {
+                tracing::debug!(%error, "cannot write the diagnostics");
+            }
+        } else {
+            tracing::warn!(diagnostics, "{message}");
+        }
     }
 
     /// Whether the file still holds `bytes` after another debounce time: a delete is carried out only when the
@@ -605,7 +620,7 @@ impl Progress for LogProgress {
             EventKind::Started | EventKind::Step | EventKind::Succeeded => {
                 tracing::info!(job, "{message}");
             }
-            EventKind::Applied | EventKind::Waiting | EventKind::Interrupted => {
+            EventKind::Applied | EventKind::Waiting | EventKind::Interrupted | EventKind::Held => {
                 tracing::debug!(job, "{message}");
             }
             EventKind::Failed => tracing::error!(job, "{message}"),

@@ -20,7 +20,10 @@ pub fn reporter(json: bool, printer: Printer) -> Arc<Reporter> {
     let mode = if json {
         Mode::Json
     } else if std::io::stderr().is_terminal() {
-        Mode::Table(MultiProgress::with_draw_target(ProgressDrawTarget::stderr()))
+        Mode::Table(
+            MultiProgress::with_draw_target(ProgressDrawTarget::stderr()),
+            QuietInterrupt::set(),
+        )
     } else {
         Mode::Lines
     };
@@ -60,7 +63,7 @@ pub struct Reporter {
 enum Mode {
     Json,
     Lines,
-    Table(MultiProgress),
+    Table(MultiProgress, QuietInterrupt),
 }
 
 struct State {
@@ -76,12 +79,15 @@ impl Reporter {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Ends the table's lines (their last state stays on screen).
+    /// Ends the table's lines (their last state stays on screen) and gives the terminal its settings back.
     pub fn finish(&self) {
         for bar in self.state().bars.values() {
             if !bar.is_finished() {
                 bar.abandon();
             }
+        }
+        if let Mode::Table(_, quiet) = &self.mode {
+            quiet.restore();
         }
     }
 
@@ -115,16 +121,18 @@ impl Reporter {
 
     fn line(&self, event: &Event) {
         // The plan table already said what starts; people want the steps and the failures.
-        let mark = match event.kind {
-            EventKind::Started | EventKind::Applied => return,
-            EventKind::Failed => "error: ",
-            EventKind::Step
-            | EventKind::Waiting
-            | EventKind::Succeeded
-            | EventKind::Interrupted => "",
+        if matches!(event.kind, EventKind::Started | EventKind::Applied) {
+            return;
+        }
+        let mut state = self.state();
+        state.last_output = Instant::now();
+        // A line stays as written: it says how long the job has been at it (the table has a column for that).
+        let elapsed = match (event.kind, state.running.get(&event.job)) {
+            (EventKind::Waiting, Some((since, _))) => format!(" ({}s)", since.elapsed().as_secs()),
+            _ => String::new(),
         };
-        self.state().last_output = Instant::now();
-        self.write(&format!("{}: {mark}{}\n", event.job, event.message));
+        drop(state);
+        self.write(&format!("{}: {}{elapsed}\n", event.job, event.message));
     }
 
     fn table(&self, multi: &MultiProgress, event: &Event) {
@@ -152,13 +160,13 @@ impl Reporter {
             .unwrap_or((event.message.as_str(), ""));
         match event.kind {
             EventKind::Failed => {
-                bar.abandon_with_message(format!("failed: {first}"));
+                bar.abandon_with_message(first.to_owned());
                 if !rest.is_empty() {
                     let _ = multi.println(rest);
                 }
             }
             EventKind::Succeeded => bar.finish_with_message(first.to_owned()),
-            EventKind::Interrupted => bar.abandon_with_message(first.to_owned()),
+            EventKind::Interrupted | EventKind::Held => bar.abandon_with_message(first.to_owned()),
             EventKind::Applied => bar.set_message(format!("{first}: done")),
             EventKind::Started | EventKind::Step | EventKind::Waiting => {
                 bar.set_message(first.to_owned());
@@ -175,7 +183,8 @@ impl Progress for Reporter {
                 EventKind::Applied
                 | EventKind::Succeeded
                 | EventKind::Failed
-                | EventKind::Interrupted => {
+                | EventKind::Interrupted
+                | EventKind::Held => {
                     state.running.remove(&event.job);
                 }
                 EventKind::Started | EventKind::Step | EventKind::Waiting => {
@@ -197,7 +206,62 @@ impl Progress for Reporter {
                 }
             }
             Mode::Lines => self.line(&event),
-            Mode::Table(multi) => self.table(multi, &event),
+            Mode::Table(multi, _) => self.table(multi, &event),
         }
+    }
+}
+
+/// While the table is drawn, Ctrl-C echoes no `^C` (`-echoctl`) and discards no output (`noflsh`). The table
+/// pads every row to the last column and lets the terminal wrap to the next: a `^C` echoed there would start a
+/// line the table does not know of, and its next redraw would leave a stale copy of the first row above; a
+/// flush would cut a redraw short. The settings are given back by [`Reporter::finish`] or on drop.
+struct QuietInterrupt {
+    saved: Mutex<Option<rustix::termios::Termios>>,
+}
+
+impl QuietInterrupt {
+    fn set() -> Self {
+        let stderr = std::io::stderr();
+        let saved = rustix::termios::tcgetattr(&stderr).ok();
+        if let Some(saved) = &saved {
+            let mut quiet = saved.clone();
+            quiet
+                .local_modes
+                .remove(rustix::termios::LocalModes::ECHOCTL);
+            quiet
+                .local_modes
+                .insert(rustix::termios::LocalModes::NOFLSH);
+            if let Err(error) =
+                rustix::termios::tcsetattr(&stderr, rustix::termios::OptionalActions::Now, &quiet)
+            {
+                tracing::debug!(%error, "cannot quieten Ctrl-C on the terminal");
+            }
+        }
+        Self {
+            saved: Mutex::new(saved),
+        }
+    }
+
+    fn restore(&self) {
+        let saved = self
+            .saved
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(saved) = saved
+            && let Err(error) = rustix::termios::tcsetattr(
+                std::io::stderr(),
+                rustix::termios::OptionalActions::Now,
+                &saved,
+            )
+        {
+            tracing::debug!(%error, "cannot restore the terminal's settings");
+        }
+    }
+}
+
+impl Drop for QuietInterrupt {
+    fn drop(&mut self) {
+        self.restore();
     }
 }

@@ -137,6 +137,29 @@ fn where_it_stands(job: &Job, live: &[&Pod]) -> (Phase, String) {
     if let Some(pod) = live.iter().find(|pod| pods::phase(pod) == "Pending") {
         return (Phase::Starting, format!("{}{so_far}", pods::pending(pod)));
     }
+    // A pod ended and the Job controller has not counted it yet: its verdict is a moment away.
+    let failed_pods = live
+        .iter()
+        .filter(|pod| pods::phase(pod) == "Failed")
+        .count();
+    let uncounted = live
+        .iter()
+        .find(|pod| pods::phase(pod) == "Succeeded")
+        .or_else(|| {
+            (i64::try_from(failed_pods).unwrap_or(i64::MAX) > i64::from(failures))
+                .then(|| live.iter().find(|pod| pods::phase(pod) == "Failed"))
+                .flatten()
+        });
+    if let Some(pod) = uncounted {
+        return (
+            Phase::Running,
+            format!(
+                "pod `{}` {}; waiting for the Job controller to count it{so_far}",
+                pod.name_any(),
+                pods::phase(pod).to_lowercase()
+            ),
+        );
+    }
     if failures > 0 {
         let limit = spec.backoff_limit.unwrap_or(6);
         return (
@@ -320,6 +343,44 @@ mod tests {
             panic!("not failed");
         };
         assert_eq!(report.cause, Cause::Deleted { replaced: false });
+    }
+
+    #[test]
+    fn a_pod_that_ended_before_the_controller_counted_it_is_not_waiting_for_a_pod() {
+        for (phase, counted, message) in [
+            (
+                "Succeeded",
+                json!({}),
+                "pod `backup-a` succeeded; waiting for the Job controller to count it",
+            ),
+            (
+                "Failed",
+                json!({}),
+                "pod `backup-a` failed; waiting for the Job controller to count it",
+            ),
+            (
+                "Failed",
+                json!({"failed": 1}),
+                "1 of at most 3 pods failed, waiting to retry",
+            ),
+        ] {
+            let mut seen = observed();
+            seen.jobs.apply(Apply(job("u1", &counted)));
+            let mut ended = pod(
+                "backup-a",
+                &json!({"terminated": {"exitCode": 0}}),
+                &json!({}),
+                0,
+            );
+            if let Some(status) = ended.status.as_mut() {
+                status.phase = Some(phase.to_owned());
+            }
+            seen.pods.apply(Apply(ended));
+            let Step::Wait(_, said) = judge(&seen, &target()) else {
+                panic!("{phase}: not waiting");
+            };
+            assert_eq!(said, message, "{phase} {counted}");
+        }
     }
 
     #[test]

@@ -111,6 +111,13 @@ pub struct Progress {
     pub elapsed: Duration,
 }
 
+impl Progress {
+    /// The phase and the message, without the time: for a row whose time is shown beside it.
+    pub fn summary(&self) -> String {
+        format!("{}: {}", self.phase, self.message)
+    }
+}
+
 impl fmt::Display for Progress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

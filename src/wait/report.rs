@@ -259,13 +259,27 @@ impl fmt::Display for LogLocation {
     }
 }
 
-impl fmt::Display for FailureReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl FailureReport {
+    /// The report for a row that already names the job: `failed: …` / `did not roll out: …`.
+    pub fn under_its_job(&self) -> String {
+        struct Untitled<'a>(&'a FailureReport);
+        impl fmt::Display for Untitled<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.write(f, false)
+            }
+        }
+        Untitled(self).to_string()
+    }
+
+    fn write(&self, f: &mut fmt::Formatter<'_>, with_job: bool) -> fmt::Result {
         let failed = match self.workload {
             Workload::Job => "failed",
             Workload::Deployment => "did not roll out",
         };
-        write!(f, "job `{}` {failed}: ", self.job)?;
+        if with_job {
+            write!(f, "job `{}` ", self.job)?;
+        }
+        write!(f, "{failed}: ")?;
         match &self.cause {
             Cause::Condition {
                 reason, message, ..
@@ -330,6 +344,12 @@ impl fmt::Display for FailureReport {
             write!(f, "\n  full log: {location}")?;
         }
         Ok(())
+    }
+}
+
+impl fmt::Display for FailureReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, true)
     }
 }
 

@@ -170,8 +170,9 @@ impl Run {
     }
 }
 
-/// A `toolforge-jobs watch` child process and the lines of its log (stderr), collected as they come.
-pub struct Daemon {
+/// A `toolforge-jobs` child process running in the background (the `watch` daemon, an apply to interrupt) and
+/// the lines of its stderr, collected as they come.
+pub struct Background {
     child: std::process::Child,
     lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
@@ -179,8 +180,7 @@ pub struct Daemon {
 impl Cluster {
     /// Starts `toolforge-jobs watch ARGS` against the cluster with JSON logs, a short back-off and (unless ARGS
     /// set one) a short debounce. `$TOOLFORGE_JOBS_BIN` names another binary (a release build, to measure it).
-    pub fn spawn_watch(&self, args: &[&str]) -> Daemon {
-        use std::io::BufRead as _;
+    pub fn spawn_watch(&self, args: &[&str]) -> Background {
         let binary = std::env::var_os("TOOLFORGE_JOBS_BIN")
             .unwrap_or_else(|| env!("CARGO_BIN_EXE_toolforge-jobs").into());
         let mut command = Command::new(binary);
@@ -193,24 +193,16 @@ impl Cluster {
             .args(["--tool", TOOL, "--no-color", "-f"])
             .arg(self.directory.path().join("jobs.yaml"))
             .current_dir(self.directory.path())
-            .env_remove("RUST_LOG")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped());
+            .env_remove("RUST_LOG");
         if !args.contains(&"--debounce") {
             command.args(["--debounce", "100ms"]);
         }
-        let mut child = command.spawn().expect("toolforge-jobs watch starts");
-        let stderr = child.stderr.take().expect("stderr is piped");
-        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let collected = std::sync::Arc::clone(&lines);
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                collected.lock().unwrap().push(line);
-            }
-        });
-        Daemon { child, lines }
+        Background::spawn(command)
+    }
+
+    /// Starts `toolforge-jobs ARGS …` (see [`Cluster::command`]) in the background.
+    pub fn spawn(&self, args: &[&str]) -> Background {
+        Background::spawn(self.command(args))
     }
 
     /// Waits until the daemon's watches of the four kinds are open (after their first LIST): from then on, a
@@ -229,10 +221,25 @@ impl Cluster {
     }
 }
 
-impl Daemon {
-    /// The process id.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
+impl Background {
+    fn spawn(mut command: Command) -> Self {
+        use std::io::BufRead as _;
+        let mut child = command
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("toolforge-jobs starts");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let collected = std::sync::Arc::clone(&lines);
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                collected.lock().unwrap().push(line);
+            }
+        });
+        Background { child, lines }
     }
 
     /// Every log line so far.
@@ -263,10 +270,25 @@ impl Daemon {
         }
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends SIGTERM.
     pub fn terminate(&self) {
+        self.signal("TERM");
+    }
+
+    /// Sends SIGINT, as Ctrl-C does.
+    pub fn interrupt(&self) {
+        self.signal("INT");
+    }
+
+    fn signal(&self, name: &str) {
         let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
+            .arg(format!("-{name}"))
+            .arg(self.child.id().to_string())
             .status()
             .unwrap();
         assert!(status.success());
@@ -281,7 +303,7 @@ impl Daemon {
             }
             assert!(
                 started.elapsed() < Duration::from_secs(30),
-                "the daemon did not exit:\n{}",
+                "the process did not exit:\n{}",
                 self.log()
             );
             tokio::time::sleep(20 * MS).await;
@@ -289,7 +311,7 @@ impl Daemon {
     }
 }
 
-impl Drop for Daemon {
+impl Drop for Background {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

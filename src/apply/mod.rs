@@ -32,7 +32,7 @@ use crate::render::inventory::{
 };
 
 pub use event::{Event, EventKind, Progress};
-pub use waiting::{Target, run_outcome};
+pub use waiting::{Target, outcome_event, run_outcome};
 pub use write::WriteError;
 
 /// How `apply` runs.

@@ -136,16 +136,7 @@ impl Executor {
                 .await?
             }
         };
-        let (kind, message) = match &outcome {
-            Outcome::Succeeded => match target {
-                Target::Job(_) => (EventKind::Succeeded, "succeeded".to_owned()),
-                // A continuous job does not finish: it rolled out and is running (docs/waiting.md).
-                Target::Deployment(_) => (EventKind::Succeeded, "rolled out, running".to_owned()),
-            },
-            Outcome::CleanedUp => (EventKind::Succeeded, "finished and cleaned up".to_owned()),
-            Outcome::Failed(report) => (EventKind::Failed, report.under_its_job()),
-            Outcome::TimedOut(last) => (EventKind::Failed, format!("timed out; last: {last}")),
-        };
+        let (kind, message) = outcome_event(target, &outcome);
         self.progress.event(Event::new(target.job(), kind, message));
         Ok(outcome)
     }
@@ -156,6 +147,20 @@ impl Executor {
             .get(job)
             .and_then(|rendered| rendered.canonical.filelog_stderr.clone())
             .map(PathBuf::from)
+    }
+}
+
+/// The progress event that ends the wait for `target`.
+pub fn outcome_event(target: &Target, outcome: &Outcome) -> (EventKind, String) {
+    match outcome {
+        Outcome::Succeeded => match target {
+            Target::Job(_) => (EventKind::Succeeded, "succeeded".to_owned()),
+            // A continuous job does not finish: it rolled out and is running (docs/waiting.md).
+            Target::Deployment(_) => (EventKind::Succeeded, "rolled out, running".to_owned()),
+        },
+        Outcome::CleanedUp => (EventKind::Succeeded, "finished and cleaned up".to_owned()),
+        Outcome::Failed(report) => (EventKind::Failed, report.under_its_job()),
+        Outcome::TimedOut(last) => (EventKind::Failed, format!("timed out; last: {last}")),
     }
 }
 

@@ -308,7 +308,7 @@ fn listed(jobs: &[&str]) -> String {
 }
 
 /// What a stage of jobs may not do while a `wait` one-off whose last run with its current definition failed.
-fn held_message(barrier: &str) -> String {
+pub(crate) fn held_message(barrier: &str) -> String {
     format!(
         "error: `{barrier}` has `wait` and its last run with this definition failed: the jobs after it are held \
          and were not applied; fix it (a changed definition runs again), or run it again with `--retry-failed` or \
@@ -328,7 +328,7 @@ async fn execute(
     let status = if applied.interrupted {
         ExitStatus::Interrupted
     } else if let Some((_, outcome)) = &applied.failed_barrier {
-        wait_status([outcome])
+        crate::cli::wait::outcomes_status([outcome])
     } else if let Some(wait) = wait {
         let targets = executor.targets(&applied, &applied.barriers);
         let jobs: Vec<String> = targets
@@ -349,25 +349,12 @@ async fn execute(
                 .filter(|(_, outcome)| !outcome.is_success())
                 .map(|(job, _)| job.clone())
                 .collect();
-            wait_status(outcomes.values())
+            crate::cli::wait::outcomes_status(outcomes.values())
         }
     } else {
         ExitStatus::Success
     };
     Ok((status, applied, unsuccessful))
-}
-
-/// Exit 4 when a job failed, else 5 when one timed out, else 0 (SPEC §7).
-fn wait_status<'a>(outcomes: impl IntoIterator<Item = &'a wait::Outcome>) -> ExitStatus {
-    let mut status = ExitStatus::Success;
-    for outcome in outcomes {
-        match outcome {
-            wait::Outcome::Failed(_) => return ExitStatus::JobFailed,
-            wait::Outcome::TimedOut(_) => status = ExitStatus::TimedOut,
-            wait::Outcome::Succeeded | wait::Outcome::CleanedUp => {}
-        }
-    }
-    status
 }
 
 /// Asks on a terminal; never confirmed without one.

@@ -26,6 +26,7 @@ mod status;
 mod table;
 mod validate;
 mod wait;
+mod wait_file;
 mod watch;
 mod yaml_entry;
 
@@ -197,6 +198,11 @@ pub enum Command {
     /// Wait for a job's current run to complete, or a continuous job to be rolled out
     ///
     /// Exit 0: it succeeded; 4: it failed (with the reasons, events and log tail); 5: timed out.
+    ///
+    /// Without NAME: waits until the current content of the jobs file (`-f FILE`) has been applied by `apply` or
+    /// the `watch` daemon holding the lock — matched by its hash, so a record from before an edit does not count —
+    /// and then for what that apply started, as `apply --wait` does. Exit codes as `apply`'s; 1 when nobody
+    /// applies the file. See docs/commands.md.
     Wait(wait::WaitArgs),
 
     /// Write the live jobs as a jobs file that applies as a no-op
@@ -215,6 +221,8 @@ pub enum Command {
     Restart(restart::RestartArgs),
 
     /// Show the lock's holder and the inventory: jobs, last apply, last runs
+    ///
+    /// `--wait` first waits for the jobs file to be applied, as `wait` without a job name does.
     Status(status::StatusArgs),
 
     /// Print a shell completion script

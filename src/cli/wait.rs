@@ -1,5 +1,6 @@
 //! `toolforge-jobs wait NAME [--timeout DURATION] [--next]`: wait for a job's current run, and the waiting
-//! `run --wait` shares with it.
+//! `run --wait` shares with it. Without NAME, `wait` waits for the jobs file instead (`-f FILE`, else the one
+//! `apply` finds): see [`crate::cli::wait_file`].
 //!
 //! A one-off's Job and a scheduled job's latest run are awaited by UID until they complete or fail; a continuous
 //! job's Deployment until it has rolled out its current generation (src/wait). With `--next` a scheduled job's
@@ -20,24 +21,36 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 
 use crate::cli::apply::parse_duration;
 use crate::cli::live_jobs::{self, Live, LiveJob};
-use crate::cli::{Error, GlobalArgs};
+use crate::cli::{Error, GlobalArgs, wait_file};
 use crate::output::{ExitStatus, Printer};
 use crate::render::LiveObject;
+use crate::render::context::DEFAULT_SET_NAME;
 use crate::wait::{self, DeploymentTarget, JobTarget, Outcome};
 
 #[derive(Debug, Args)]
 pub struct WaitArgs {
-    /// The job's name
+    /// The job's name; without it, wait until the jobs file's current content is applied (by `apply` or
+    /// `watch`) and its jobs are done
     #[arg(value_parser = crate::cli::job_name)]
-    pub name: String,
+    pub name: Option<String>,
 
     /// Give up after DURATION (`600`, `90s`, `10m`)
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
     pub timeout: Duration,
 
     /// A scheduled job: wait for its next run (one that starts after this command) instead of the latest one
-    #[arg(long)]
+    #[arg(long, requires = "name")]
     pub next: bool,
+
+    /// Without NAME: the inventory's name, to keep several files apart in one tool
+    #[arg(
+        long = "set",
+        value_name = "NAME",
+        conflicts_with = "name",
+        default_value = DEFAULT_SET_NAME,
+        value_parser = crate::cli::set_name
+    )]
+    pub set_name: String,
 }
 
 /// What to wait for.
@@ -51,26 +64,32 @@ pub(crate) async fn run(
     args: &WaitArgs,
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
+    let Some(name) = &args.name else {
+        return Box::pin(wait_file::run(
+            global,
+            &args.set_name,
+            args.timeout,
+            printer,
+        ))
+        .await;
+    };
     let live = live_jobs::read(global).await?;
-    let job = live.job(&args.name)?;
+    let job = live.job(name)?;
     let deadline = tokio::time::Instant::now() + args.timeout;
     let awaited = match &job.workload {
         LiveObject::CronJob(cron_job) if args.next => {
-            printer.message(&format!("job '{}': waiting for its next run\n", args.name))?;
+            printer.message(&format!("job '{name}': waiting for its next run\n"))?;
             let Some(run) = next_run(&live, cron_job, deadline).await? else {
                 printer.message(&format!(
-                    "timed out {} seconds waiting for the next run of job '{}'\n",
+                    "timed out {} seconds waiting for the next run of job '{name}'\n",
                     args.timeout.as_secs(),
-                    args.name
                 ))?;
                 return Ok(ExitStatus::TimedOut);
             };
             job_target(&job, &live.namespace, &run.metadata)
         }
         _ if args.next => {
-            return Err(Error::NotScheduled {
-                name: args.name.clone(),
-            });
+            return Err(Error::NotScheduled { name: name.clone() });
         }
         LiveObject::Job(object) => job_target(&job, &live.namespace, &object.metadata),
         LiveObject::CronJob(cron_job) => {
@@ -89,9 +108,7 @@ pub(crate) async fn run(
                 })
                 .max_by_key(|run: &&KubeJob| run.metadata.creation_timestamp.clone());
             let Some(latest) = latest else {
-                return Err(Error::NotRunYet {
-                    name: args.name.clone(),
-                });
+                return Err(Error::NotRunYet { name: name.clone() });
             };
             job_target(&job, &live.namespace, &latest.metadata)
         }
@@ -199,24 +216,28 @@ pub(crate) async fn await_one(
             Box::pin(wait::deployment(client, target, deadline, &mut progress)).await?
         }
     };
-    let (message, status) = match outcome {
-        Outcome::Succeeded => (format!("job '{name}' {done}\n"), ExitStatus::Success),
-        Outcome::CleanedUp => (
-            format!("job '{name}' {done} (and already deleted)\n"),
-            ExitStatus::Success,
-        ),
-        Outcome::Failed(report) => (
-            format!("job '{name}' failed:\n{report}\n"),
-            ExitStatus::JobFailed,
-        ),
-        Outcome::TimedOut(last) => (
-            format!(
-                "timed out {} seconds waiting for job '{name}' to {what}; last: {last}\n",
-                timeout.as_secs()
-            ),
-            ExitStatus::TimedOut,
+    let message = match &outcome {
+        Outcome::Succeeded => format!("job '{name}' {done}\n"),
+        Outcome::CleanedUp => format!("job '{name}' {done} (and already deleted)\n"),
+        Outcome::Failed(report) => format!("job '{name}' failed:\n{report}\n"),
+        Outcome::TimedOut(last) => format!(
+            "timed out {} seconds waiting for job '{name}' to {what}; last: {last}\n",
+            timeout.as_secs()
         ),
     };
     printer.message(&message)?;
-    Ok(status)
+    Ok(outcomes_status([&outcome]))
+}
+
+/// Exit 4 when a job failed, else 5 when one timed out, else 0 (SPEC §7).
+pub(crate) fn outcomes_status<'a>(outcomes: impl IntoIterator<Item = &'a Outcome>) -> ExitStatus {
+    let mut status = ExitStatus::Success;
+    for outcome in outcomes {
+        match outcome {
+            Outcome::Failed(_) => return ExitStatus::JobFailed,
+            Outcome::TimedOut(_) => status = ExitStatus::TimedOut,
+            Outcome::Succeeded | Outcome::CleanedUp => {}
+        }
+    }
+    status
 }

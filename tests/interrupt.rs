@@ -1,7 +1,8 @@
 //! Ctrl-C during `apply` (SPEC §7): the first SIGINT ends every wait at once — `--wait`, and a `wait` one-off
 //! holding the stages after it — lets the writes in flight finish, releases the lock, says what was applied,
 //! what was not and what it stopped waiting for, and exits 130 within 2 s; a second SIGINT exits at once. On a
-//! terminal (tmux) the progress rows end in place, one per job.
+//! terminal (tmux) the progress rows end in place, one per job. A lock taken over by somebody else stops the
+//! apply the same way, with the lock's exit code.
 
 #![allow(clippy::unwrap_used, reason = "a failing unwrap is a failing test")]
 
@@ -14,7 +15,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job as KubeJob;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::Api;
+use kube::api::{Api, PostParams};
 use serde_json::Value;
 use support::{Background, Cluster, NAMESPACE, TOOL, eventually};
 use toolforge_local_cluster::{Outcome, Script};
@@ -157,6 +158,51 @@ async fn a_second_ctrl_c_exits_at_once() {
         "exited after {took:?}:\n{log}"
     );
     assert!(log.contains("interrupted again: exiting at once"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apply_whose_lock_is_taken_over_stops_writing_at_once() {
+    let cluster = cluster().await;
+    cluster.write_jobs(BARRIER);
+    let mut apply = cluster.spawn(&["apply"]);
+    apply.wait_for_log("migrate: running: pod", 1).await;
+
+    let leases = Api::<Lease>::namespaced(cluster.client.clone(), NAMESPACE);
+    let mut lease = leases.get("toolforge-jobs").await.unwrap();
+    lease.spec.as_mut().unwrap().holder_identity =
+        Some("apply by thief@elsewhere (pid 1)".to_owned());
+    let taken = Instant::now();
+    leases
+        .replace("toolforge-jobs", &PostParams::default(), &lease)
+        .await
+        .unwrap();
+
+    let code = apply.exit_code().await;
+    let log = apply.log();
+    assert_eq!(code, 6, "{log}");
+    assert!(
+        taken.elapsed() < Duration::from_secs(2),
+        "exited after {:?}:\n{log}",
+        taken.elapsed()
+    );
+    assert!(log.contains("error: the lock was lost"), "{log}");
+    let deployments = Api::<Deployment>::namespaced(cluster.client.clone(), NAMESPACE);
+    assert!(
+        deployments.get_opt("bot").await.unwrap().is_none(),
+        "nothing written after the loss"
+    );
+    let holder = leases
+        .get("toolforge-jobs")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .holder_identity;
+    assert_eq!(
+        holder.as_deref(),
+        Some("apply by thief@elsewhere (pid 1)"),
+        "the new holder's lock is left alone"
+    );
 }
 
 /// A tmux session on its own server, killed when dropped.

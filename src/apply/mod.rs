@@ -117,8 +117,8 @@ pub struct Executor {
     rendered: BTreeMap<String, Rendered>,
     inventory: Mutex<InventoryStore>,
     progress: Arc<dyn Progress>,
-    /// Becomes `true` to stop (see the module documentation).
-    stop: channel::Receiver<bool>,
+    /// Any of them becoming `true` stops (see the module documentation).
+    stops: Vec<channel::Receiver<bool>>,
     options: Options,
 }
 
@@ -139,29 +139,39 @@ impl Executor {
             rendered,
             inventory: Mutex::new(inventory),
             progress,
-            stop: channel::channel(false).1,
+            stops: Vec::new(),
             options,
         }
     }
 
-    /// Stops when `stop` becomes `true`: no new action starts and every wait ends at once.
+    /// Stops also when `stop` becomes `true` (Ctrl-C, the daemon's SIGTERM, a lost lock): no new action starts
+    /// and every wait ends at once.
     #[must_use]
     pub fn stopped_by(mut self, stop: channel::Receiver<bool>) -> Self {
-        self.stop = stop;
+        self.stops.push(stop);
         self
     }
 
     /// Whether a stop was asked for.
     pub fn is_stopped(&self) -> bool {
-        *self.stop.borrow()
+        self.stops.iter().any(|stop| *stop.borrow())
     }
 
     /// Returns once a stop is asked for; never when nobody can ask.
     async fn stop_requested(&self) {
-        let mut stop = self.stop.clone();
-        if stop.wait_for(|stop| *stop).await.is_err() {
+        let waits = self.stops.iter().map(|stop| {
+            let mut stop = stop.clone();
+            Box::pin(async move {
+                if stop.wait_for(|stop| *stop).await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            })
+        });
+        let waits: Vec<_> = waits.collect();
+        if waits.is_empty() {
             std::future::pending::<()>().await;
         }
+        futures::future::select_all(waits).await;
     }
 
     /// The inventory as last written.
@@ -261,7 +271,10 @@ impl Executor {
         applied: &mut Applied,
     ) -> Result<(), ApplyError> {
         self.record_runs(stage).await?;
+        // A stop starts no new action, also inside the stage; the runs recorded for them are runs not started,
+        // which the next apply starts.
         let results: Vec<_> = futures::stream::iter(stage.iter().copied())
+            .filter(|_| std::future::ready(!self.is_stopped()))
             .map(|action| self.run_action(action))
             .buffer_unordered(self.options.concurrency.max(1))
             .collect()

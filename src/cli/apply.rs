@@ -126,10 +126,19 @@ pub(crate) async fn run(
         lock_holder: &lock_holder,
         reporter: &reporter,
         stopped,
+        lock_lost: lock.as_ref().map(Lock::lost),
     };
-    let status = carry_out(&planned, carrying, args, printer).await;
+    let mut status = carry_out(&planned, carrying, args, printer).await;
     reporter.finish();
     if let Some(lock) = lock {
+        // Whoever took the lock over owns the cluster now: what we did not write stays unwritten.
+        if lock.is_lost() && status.is_ok() {
+            printer.message(
+                "error: the lock was lost (taken over, or not renewed in time): stopped writing; run `apply` \
+                 again once the other writer is done\n",
+            )?;
+            status = Ok(ExitStatus::LockHeld);
+        }
         release(lock).await;
     }
     if let Some(interrupts) = interrupts {
@@ -144,6 +153,8 @@ struct Carrying<'a> {
     reporter: &'a Arc<progress::Reporter>,
     /// Becomes `true` at the first Ctrl-C.
     stopped: tokio::sync::watch::Receiver<bool>,
+    /// Becomes `true` when the lock is lost.
+    lock_lost: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 async fn release(lock: Lock) {
@@ -189,13 +200,16 @@ async fn carry_out(
         return Ok(ExitStatus::Refused);
     }
 
-    let executor = planned
+    let mut executor = planned
         .executor(
             carrying.lock_holder,
             Arc::clone(carrying.reporter) as Arc<dyn Progress>,
             usize::from(args.concurrency),
         )
         .stopped_by(carrying.stopped);
+    if let Some(lost) = carrying.lock_lost {
+        executor = executor.stopped_by(lost);
+    }
     let result = Box::pin(execute(&executor, plan, args.wait)).await;
     carrying.reporter.finish();
     let (status, applied, unsuccessful) = result?;

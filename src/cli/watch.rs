@@ -219,6 +219,10 @@ impl Reconciler for Daemon {
             return Verdict::LockLost;
         }
         let attempt = self.attempt(trigger, stop).await;
+        if self.lock.is_lost() {
+            // Stopped writing when the lock went; the status is the new holder's to write.
+            return Verdict::LockLost;
+        }
         let verdict = if attempt.result == ReconcileResult::Failed {
             Verdict::Retry
         } else {
@@ -508,7 +512,8 @@ impl Daemon {
 
         let executor = planned
             .executor(&self.status.holder, Arc::new(LogProgress), self.concurrency)
-            .stopped_by(stop);
+            .stopped_by(stop)
+            .stopped_by(self.lock.lost());
         let result = Box::pin(executor.execute(plan)).await;
         let applied = match result {
             Ok(applied) => applied,

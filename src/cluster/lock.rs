@@ -6,9 +6,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::StreamExt as _;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, DeleteParams, PostParams, Preconditions};
+use kube::runtime::{WatchStreamExt as _, watcher};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -52,6 +54,8 @@ pub struct Lock {
     /// The Lease as we last wrote it: renewing and releasing are guarded by its resourceVersion.
     held: Arc<Mutex<Lease>>,
     stop: watch::Sender<bool>,
+    /// Becomes `true` when the lock is lost (see [`Lock::lost`]).
+    lost: watch::Receiver<bool>,
     renewer: JoinHandle<()>,
 }
 
@@ -70,8 +74,9 @@ fn hostname() -> String {
         .map_or_else(|_| "localhost".to_owned(), |name| name.trim().to_owned())
 }
 
-/// Whether `holder` is a process of this machine that no longer exists (killed with SIGKILL, or crashed): its
-/// lock need not be waited out.
+/// Whether `holder` is a process of this machine that no longer runs (killed with SIGKILL, crashed, or a zombie
+/// its parent has not reaped): its lock need not be waited out. A process of another user is alive: signalling
+/// it is refused (EPERM), it is not gone.
 fn is_dead_local_holder(holder: &str, host: &str) -> bool {
     let Some((who, pid)) = holder
         .strip_suffix(')')
@@ -82,8 +87,22 @@ fn is_dead_local_holder(holder: &str, host: &str) -> bool {
     let on_this_host = who
         .rsplit_once('@')
         .is_some_and(|(_, holder_host)| holder_host == host);
-    let pid = pid.parse().ok().and_then(rustix::process::Pid::from_raw);
-    on_this_host && pid.is_some_and(|pid| rustix::process::test_kill_process(pid).is_err())
+    let Some(pid) = pid.parse().ok().and_then(rustix::process::Pid::from_raw) else {
+        return false;
+    };
+    on_this_host
+        && (rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH)
+            || is_zombie(pid))
+}
+
+/// Whether `pid` has exited and waits to be reaped (state `Z` in `/proc/<pid>/stat`).
+fn is_zombie(pid: rustix::process::Pid) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", pid.as_raw_nonzero())) else {
+        return false;
+    };
+    // `pid (comm) state …`: the command may hold spaces and parentheses, the state follows the last `)`.
+    stat.rsplit_once(')')
+        .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
 }
 
 /// Takes the lock of `namespace` for `identity`; when it is held, waits up to `wait` for it.
@@ -139,20 +158,27 @@ pub async fn acquire(
     };
     let held = Arc::new(Mutex::new(written));
     let (stop, stopped) = watch::channel(false);
-    let renewer = tokio::spawn(renew(api.clone(), Arc::clone(&held), stopped));
+    let (lose, lost) = watch::channel(false);
+    let renewer = tokio::spawn(renew(api.clone(), Arc::clone(&held), stopped, lose));
     Ok(Lock {
         api,
         held,
         stop,
+        lost,
         renewer,
     })
 }
 
 impl Lock {
-    /// Whether somebody else took the lock over (our renewals failed for longer than its duration): the holder
-    /// of a lost lock must stop writing. The renewer ends early only then.
+    /// Whether the lock is lost: somebody else changed the Lease, or our renewals failed until it expired (then
+    /// anyone may have taken it). The holder of a lost lock must stop writing at once.
     pub fn is_lost(&self) -> bool {
-        self.renewer.is_finished()
+        *self.lost.borrow()
+    }
+
+    /// Becomes `true` when the lock is lost, to stop an executor with.
+    pub fn lost(&self) -> watch::Receiver<bool> {
+        self.lost.clone()
     }
 
     /// Stops renewing and deletes the Lease if it is still as we last wrote it (a conflict means somebody took
@@ -176,25 +202,69 @@ impl Lock {
     }
 }
 
-/// Renews the Lease every [`RENEW_EVERY`] until told to stop, guarded by the resourceVersion we last wrote; gives
-/// up (with an error in the log) when somebody else changed it.
-async fn renew(api: Api<Lease>, held: Arc<Mutex<Lease>>, mut stopped: watch::Receiver<bool>) {
+/// Renews the Lease every [`RENEW_EVERY`] until told to stop, guarded by the resourceVersion we last wrote. Gives
+/// up, saying the lock is `lost`, when somebody else changed it — seen at once by a watch of the Lease, or at the
+/// next renewal — or when renewals failed until it expired.
+async fn renew(
+    api: Api<Lease>,
+    held: Arc<Mutex<Lease>>,
+    mut stopped: watch::Receiver<bool>,
+    lost: watch::Sender<bool>,
+) {
+    let identity = holder(&lock_held(&held)).map(str::to_owned);
+    let config = watcher::Config::default().fields(&format!("metadata.name={LEASE_NAME}"));
+    let mut changes = std::pin::pin!(watcher::watcher(api.clone(), config).default_backoff());
+    let mut renewed_at = tokio::time::Instant::now();
+    let mut next_renewal = renewed_at + RENEW_EVERY;
     loop {
+        let expires = renewed_at + LEASE_DURATION;
         tokio::select! {
             _ = stopped.changed() => return,
-            () = tokio::time::sleep(RENEW_EVERY) => {}
+            Some(change) = changes.next() => {
+                let taken = match change {
+                    Ok(watcher::Event::Apply(lease) | watcher::Event::InitApply(lease)) => {
+                        holder(&lease).map(str::to_owned) != identity
+                    }
+                    Ok(watcher::Event::Delete(_)) => true,
+                    // A list in progress, or a watch error the watcher retries: the renewals decide.
+                    Ok(watcher::Event::Init | watcher::Event::InitDone) | Err(_) => false,
+                };
+                if taken {
+                    tracing::error!("the lock was taken over by somebody else");
+                    lost.send_replace(true);
+                    return;
+                }
+                continue;
+            }
+            () = tokio::time::sleep_until(next_renewal) => {}
+            () = tokio::time::sleep_until(expires) => {
+                tracing::error!("the lock expired: it could not be renewed for {} s", LEASE_DURATION.as_secs());
+                lost.send_replace(true);
+                return;
+            }
         }
         let mut renewed = lock_held(&held).clone();
         if let Some(spec) = renewed.spec.as_mut() {
             spec.renew_time = Some(MicroTime(jiff::Timestamp::now()));
         }
-        match api.replace(LEASE_NAME, &post_params(), &renewed).await {
-            Ok(written) => *lock_held(&held) = written,
-            Err(error) if is_conflict(&error) || is_not_found(&error) => {
+        let attempt = tokio::time::Instant::now();
+        next_renewal = attempt + RENEW_EVERY;
+        let result =
+            tokio::time::timeout_at(expires, api.replace(LEASE_NAME, &post_params(), &renewed))
+                .await;
+        match result {
+            Ok(Ok(written)) => {
+                *lock_held(&held) = written;
+                renewed_at = attempt;
+            }
+            Ok(Err(error)) if is_conflict(&error) || is_not_found(&error) => {
                 tracing::error!("the lock was taken over by somebody else");
+                lost.send_replace(true);
                 return;
             }
-            Err(error) => tracing::warn!(%error, "cannot renew the lock; trying again"),
+            Ok(Err(error)) => tracing::warn!(%error, "cannot renew the lock; trying again"),
+            // The expiry is looked at by the `select!` above.
+            Err(_) => {}
         }
     }
 }
@@ -317,6 +387,27 @@ mod tests {
             "other host"
         );
         assert!(!is_dead_local_holder("somebody else", "here"));
+    }
+
+    #[test]
+    fn a_process_of_another_user_is_alive_and_a_zombie_is_dead() {
+        // pid 1 belongs to root: signalling it is refused (EPERM) unless we are root, and it runs either way.
+        assert!(!is_dead_local_holder("apply by root@here (pid 1)", "here"));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let holder = format!("apply by me@here (pid {})", child.id());
+        let exited = std::time::Instant::now();
+        while !is_zombie(rustix::process::Pid::from_raw(child.id().cast_signed()).unwrap()) {
+            assert!(
+                exited.elapsed() < Duration::from_secs(10),
+                "`true` did not exit"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            is_dead_local_holder(&holder, "here"),
+            "exited, not yet reaped"
+        );
+        child.wait().unwrap();
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! `apply` when things go wrong: transient API errors and dropped or expired watches (it retries and converges),
+//! `apply` when things go wrong: transient API errors, lost responses and dropped or expired watches (it retries
+//! and converges in the same apply),
 //! and `kill -9` at any point (the next apply converges and no one-off ever runs twice for one definition).
 
 #![allow(clippy::unwrap_used, reason = "a failing unwrap is a failing test")]
@@ -73,6 +74,32 @@ async fn transient_errors_and_broken_watches_are_retried_until_apply_converges()
     let (apply, ()) = tokio::join!(cluster.run(&["apply", "--wait=60s"]), watches);
     apply.expect_code(0);
     cluster.run(&["diff"]).await.expect_code(0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_whose_response_was_lost_converges_in_the_same_apply() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(&jobs(1));
+    // The server creates, then the client sees a 500; its retry meets its own object (409 AlreadyExists).
+    for resource in ["jobs", "deployments", "configmaps"] {
+        cluster
+            .local
+            .inject_fault(Fault::lost_response("create", resource, 500, 2));
+    }
+    cluster.run(&["apply", "--wait=60s"]).await.expect_code(0);
+    cluster.run(&["diff"]).await.expect_code(0);
+    let jobs = Api::<KubeJob>::namespaced(cluster.client.clone(), NAMESPACE);
+    assert_eq!(
+        jobs.list(&ListParams::default()).await.unwrap().items.len(),
+        10,
+        "one Job per one-off"
+    );
+    let recorded = inventory(&cluster).await;
+    for index in 0..10 {
+        let runs = &recorded["jobs"][format!("once-{index}")]["runs"];
+        assert_eq!(runs.as_array().unwrap().len(), 1, "{recorded}");
+        assert!(runs[0]["jobUid"].is_string(), "{recorded}");
+    }
 }
 
 /// Every (fingerprint, Job UID) seen per one-off: two UIDs for one fingerprint would be a second run.

@@ -415,13 +415,18 @@ impl Executor {
                         .jobs
                         .entry((*job).to_owned())
                         .or_insert_with(|| job_record(rendered, Vec::new()));
-                    record.runs.push(RunRecord {
+                    let run = RunRecord {
                         fingerprint: rendered.fingerprint.clone(),
                         job_uid: None,
                         started,
                         finished: None,
                         outcome: Outcome::Unknown,
-                    });
+                    };
+                    // The update runs again on a conflict, also when our own first write went through
+                    // (a lost response): the run is recorded once.
+                    if record.runs.last() != Some(&run) {
+                        record.runs.push(run);
+                    }
                 }
             })
             .await?;

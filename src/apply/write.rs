@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::{ActionOutcome, Event, EventKind, Executor};
 use crate::cluster::{FIELD_MANAGER, api_resource, retry};
 use crate::plan::{Delete, ObjectKind, PlannedAction, Propagation, Write, WriteVerb};
+use crate::render::labels::DESIRED_HASH;
 
 /// Why one action failed.
 #[derive(Debug, thiserror::Error)]
@@ -194,9 +195,20 @@ async fn put(executor: &Executor, write: &Write) -> Result<DynamicObject, WriteE
         })?;
     let params = params();
     match write.verb {
-        WriteVerb::Create => retry::transient("create", || api.create(&params, &typed))
-            .await
-            .map_err(|source| api_error("create", source)),
+        WriteVerb::Create => match retry::transient("create", || api.create(&params, &typed)).await
+        {
+            Ok(created) => Ok(created),
+            // A create whose response was lost and that was tried again, or one of an apply that died after it:
+            // the object is there, and when it is the one we render it is our write, done.
+            Err(kube::Error::Api(status)) if status.reason == "AlreadyExists" => {
+                match retry::transient("get", || api.get_opt(&object.name)).await {
+                    Ok(Some(existing)) if is_this_write(&existing, &typed) => Ok(existing),
+                    Ok(_) => Err(api_error("create", kube::Error::Api(status))),
+                    Err(source) => Err(api_error("create", source)),
+                }
+            }
+            Err(source) => Err(api_error("create", source)),
+        },
         WriteVerb::Update => {
             retry::transient("update", || api.replace(&object.name, &params, &typed))
                 .await
@@ -216,6 +228,22 @@ async fn put(executor: &Executor, write: &Write) -> Result<DynamicObject, WriteE
                 .map_err(|source| api_error("label", source))
         }
     }
+}
+
+/// Whether `existing` is the object `written` renders: not being deleted, with the same desired hash (which
+/// covers every rendered field and our labels).
+fn is_this_write(existing: &DynamicObject, written: &DynamicObject) -> bool {
+    let hash = |object: &DynamicObject| {
+        object
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|annotations| annotations.get(DESIRED_HASH))
+            .cloned()
+    };
+    existing.metadata.deletion_timestamp.is_none()
+        && hash(written).is_some()
+        && hash(existing) == hash(written)
 }
 
 /// The manifest of an update, guarded by the UID and resourceVersion we planned against (a concurrent change

@@ -1,6 +1,7 @@
 //! Request accounting and fault injection for tests: every request is counted per (verb, resource), and tests
-//! can make chosen requests fail with a status code, add latency, close every open watch, or make the next
-//! watch fail with 410 Expired inside its stream (the way a real server reports a compacted version).
+//! can make chosen requests fail with a status code (before they are carried out, or after: a lost response), add
+//! latency, close every open watch, or make the next watch fail with 410 Expired inside its stream (the way a real
+//! server reports a compacted version).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +28,9 @@ pub struct Fault {
     pub status: u16,
     /// How many matching requests fail before the rule is used up.
     pub times: u32,
+    /// Whether the request is carried out first and only its response is replaced by the failure: the client
+    /// cannot tell whether it happened (a proxy or connection dying after the server acted).
+    pub after: bool,
 }
 
 impl Fault {
@@ -38,6 +42,16 @@ impl Fault {
             resource: Some(resource.to_owned()),
             status,
             times,
+            after: false,
+        }
+    }
+
+    /// Carries out the next `times` requests with `verb` on `resource`, then answers them with `status`.
+    #[must_use]
+    pub fn lost_response(verb: &str, resource: &str, status: u16, times: u32) -> Self {
+        Fault {
+            after: true,
+            ..Fault::new(verb, resource, status, times)
         }
     }
 
@@ -113,18 +127,19 @@ impl Faults {
         self.close_watches.subscribe()
     }
 
-    fn take_fault(&self, verb: &str, resource: &str) -> Option<u16> {
+    /// The failure for this request, if a rule matches: its status, and whether the request is carried out first.
+    fn take_fault(&self, verb: &str, resource: &str) -> Option<(u16, bool)> {
         let mut rules = lock(&self.rules);
         let position = rules
             .iter()
             .position(|f| f.times > 0 && f.matches(verb, resource))?;
         let rule = &mut rules[position];
         rule.times -= 1;
-        let status = rule.status;
+        let taken = (rule.status, rule.after);
         if rule.times == 0 {
             rules.remove(position);
         }
-        Some(status)
+        Some(taken)
     }
 }
 
@@ -142,10 +157,14 @@ pub(crate) async fn middleware(
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }
-    if let Some(status) = state.faults.take_fault(&verb, &resource) {
-        return ApiError::injected(status).into_response();
+    match state.faults.take_fault(&verb, &resource) {
+        Some((status, false)) => ApiError::injected(status).into_response(),
+        Some((status, true)) => {
+            drop(next.run(request).await);
+            ApiError::injected(status).into_response()
+        }
+        None => next.run(request).await,
     }
-    next.run(request).await
 }
 
 #[cfg(test)]
@@ -157,8 +176,8 @@ mod tests {
         let faults = Faults::new();
         faults.add(Fault::new("create", "jobs", 503, 2));
         assert_eq!(faults.take_fault("get", "jobs"), None);
-        assert_eq!(faults.take_fault("create", "jobs"), Some(503));
-        assert_eq!(faults.take_fault("create", "jobs"), Some(503));
+        assert_eq!(faults.take_fault("create", "jobs"), Some((503, false)));
+        assert_eq!(faults.take_fault("create", "jobs"), Some((503, false)));
         assert_eq!(faults.take_fault("create", "jobs"), None);
     }
 }

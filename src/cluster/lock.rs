@@ -158,8 +158,8 @@ pub async fn acquire(
     };
     let held = Arc::new(Mutex::new(written));
     let (stop, stopped) = watch::channel(false);
-    let (lose, lost) = watch::channel(false);
-    let renewer = tokio::spawn(renew(api.clone(), Arc::clone(&held), stopped, lose));
+    let (report_loss, lost) = watch::channel(false);
+    let renewer = tokio::spawn(renew(api.clone(), Arc::clone(&held), stopped, report_loss));
     Ok(Lock {
         api,
         held,

@@ -19,14 +19,17 @@ pub(super) fn undesired(
 ) -> Option<PlannedAction> {
     if let Some(record) = record {
         let workload = workload_kind(record.kind);
-        let deletes: Vec<Delete> = objects
+        // The inventory alone is not enough: an object is ours to delete only when it also carries our
+        // inventory's labels (one made by `run` or upstream under a recorded name is not).
+        let (ours, others): (Vec<&Live<'_>>, Vec<&Live<'_>>) = objects
             .iter()
             .filter(|(kind, live)| {
                 live.owner == Owner::Framework
                     && (**kind == workload || **kind == ObjectKind::Service)
             })
-            .map(|(_, live)| delete(live))
-            .collect();
+            .map(|(_, live)| live)
+            .partition(|live| live.member);
+        let deletes: Vec<Delete> = ours.into_iter().map(delete).collect();
         if !options.prune {
             return Some(row(
                 name,
@@ -35,10 +38,13 @@ pub(super) fn undesired(
                 "absent from the file; pruning is off",
             ));
         }
-        let reason = if deletes.is_empty() {
-            "absent from the file; nothing is live, the record is dropped"
-        } else {
-            "absent from the file"
+        let reason = match (deletes.is_empty(), others.is_empty()) {
+            (true, true) => "absent from the file; nothing is live, the record is dropped",
+            (true, false) => {
+                "absent from the file; the live object is not ours (no labels of this inventory: made by `run` \
+                 or upstream): left alone, the record is dropped"
+            }
+            (false, _) => "absent from the file",
         };
         let mut action = row(name, record.kind, Action::Delete, reason);
         action.waits = deletes

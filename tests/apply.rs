@@ -296,6 +296,34 @@ async fn pruning_needs_a_confirmation_and_respects_the_guards() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_leaves_alone_a_recorded_name_whose_object_is_not_ours() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(JOBS);
+    cluster.run(&["apply"]).await.expect_code(0);
+
+    // `bot` is deleted with upstream's CLI and re-created by it under the same name: framework labels, none of
+    // this inventory's. The inventory still records `bot`.
+    let strip = json!({"metadata": {"annotations": null, "labels": {
+        "jobs.toolforge.org/inventory": null, "applyset.kubernetes.io/part-of": null}}});
+    let upstream = deployments(&cluster)
+        .patch("bot", &PatchParams::default(), &Patch::Merge(strip))
+        .await
+        .unwrap();
+    cluster.write_jobs(JOBS.split("- name: bot").next().unwrap());
+
+    let apply = cluster
+        .run(&["apply", "--yes", "--allow-mass-delete"])
+        .await;
+    apply.expect_code(0);
+    let kept = deployments(&cluster).get("bot").await.unwrap();
+    assert_eq!(kept.metadata.uid, upstream.metadata.uid, "{}", apply.stdout);
+    assert!(apply.stdout.contains("not ours"), "{}", apply.stdout);
+    // The record is dropped: the next apply has nothing to prune.
+    let again = cluster.run(&["diff"]).await;
+    again.expect_code(0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_lock_stops_apply_with_the_holder_named() {
     let cluster = Cluster::start().await;
     cluster.write_jobs(JOBS);

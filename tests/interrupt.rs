@@ -185,7 +185,7 @@ async fn an_apply_whose_lock_is_taken_over_stops_writing_at_once() {
         "exited after {:?}:\n{log}",
         taken.elapsed()
     );
-    assert!(log.contains("error: the lock was lost"), "{log}");
+    assert!(log.contains("error: the lock was taken over"), "{log}");
     let deployments = Api::<Deployment>::namespaced(cluster.client.clone(), NAMESPACE);
     assert!(
         deployments.get_opt("bot").await.unwrap().is_none(),

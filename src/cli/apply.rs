@@ -133,11 +133,20 @@ pub(crate) async fn run(
     if let Some(lock) = lock {
         // Whoever took the lock over owns the cluster now: what we did not write stays unwritten.
         if lock.is_lost() && status.is_ok() {
-            printer.message(
-                "error: the lock was lost (taken over, or not renewed in time): stopped writing; run `apply` \
-                 again once the other writer is done\n",
-            )?;
-            status = Ok(ExitStatus::LockHeld);
+            if lock.was_taken_over() {
+                printer.message(
+                    "error: the lock was taken over by another writer: stopped writing; run `apply` again once \
+                     it is done\n",
+                )?;
+                status = Ok(ExitStatus::LockHeld);
+            } else {
+                printer.message(&format!(
+                    "error: the cluster did not answer the lock's renewals for {} s, so the lock expired: \
+                     stopped writing\n",
+                    lock::LEASE_DURATION.as_secs()
+                ))?;
+                status = Ok(ExitStatus::Failure);
+            }
         }
         release(lock).await;
     }

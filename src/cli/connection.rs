@@ -1,6 +1,8 @@
 //! Connecting from the command line: the global flags name the cluster, and on the embedded local cluster the
 //! user is told so in one line (SPEC §10).
 
+use std::time::Duration;
+
 use crate::cli::{Error, GlobalArgs};
 use crate::cluster::{self, Connection, Target};
 use crate::output::Printer;
@@ -11,6 +13,18 @@ pub(crate) fn target(global: &GlobalArgs) -> Target {
         kubeconfig: global.kubeconfig.clone(),
         context: global.context.clone(),
         local: global.local,
+        request_timeout: global.request_timeout,
+    }
+}
+
+/// `--request-timeout`: a duration as `apply --wait` takes it, more than zero (a request that may not take any
+/// time cannot be answered); clap's `value_parser`.
+pub(crate) fn request_timeout(text: &str) -> Result<Duration, String> {
+    match super::apply::parse_duration(text)? {
+        Duration::ZERO => Err(format!(
+            "`{text}` is no time at all: give the request time to be answered, e.g. `10s`"
+        )),
+        timeout => Ok(timeout),
     }
 }
 

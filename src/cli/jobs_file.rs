@@ -1,12 +1,11 @@
 //! Finding and reading the jobs file: `-f FILE`, else `./jobs.yaml`, else `$HOME/jobs.yaml` (SPEC §9).
 
-use std::fs;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use crate::cli::{Error, GlobalArgs};
 use crate::config::MAX_FILE_BYTES;
 use crate::render::fingerprint::matching_files;
+use crate::watch::files::read_regular;
 
 /// The path of the jobs file the command should use.
 pub(crate) fn locate(global: &GlobalArgs) -> Result<PathBuf, Error> {
@@ -24,19 +23,13 @@ pub(crate) fn locate(global: &GlobalArgs) -> Result<PathBuf, Error> {
         .ok_or(Error::NoJobsFile { searched })
 }
 
-/// Reads the file's bytes, at most one byte more than a jobs file may have, so that `/dev/zero` or a huge
-/// file is refused without reading it all.
+/// Reads the file's bytes, at most one byte more than a jobs file may have, so that a huge file is refused
+/// without reading it all; a FIFO, a device or a directory is refused without blocking on it.
 pub(crate) fn read(path: &Path) -> Result<Vec<u8>, Error> {
-    let read_error = |source| Error::ReadFile {
+    read_regular(path, MAX_FILE_BYTES as u64 + 1).map_err(|source| Error::ReadFile {
         path: path.to_owned(),
         source,
-    };
-    let file = fs::File::open(path).map_err(read_error)?;
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(read_error)?;
-    Ok(bytes)
+    })
 }
 
 /// Counts the regular files a `trigger-files` pattern matches relative to `directory`; an unreadable match

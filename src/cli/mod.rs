@@ -85,6 +85,13 @@ pub struct GlobalArgs {
     #[arg(long, global = true, conflicts_with_all = ["kubeconfig", "context"])]
     pub local: bool,
 
+    /// How long one API request may take, from sending it to the end of the answer (default: 60s)
+    ///
+    /// Also shortens the connect timeout (10 s) and the longest pause within an answer (30 s) when shorter.
+    /// Watches are exempt: they last minutes by design. See docs/commands.md.
+    #[arg(long, global = true, value_name = "DURATION", value_parser = connection::request_timeout)]
+    pub request_timeout: Option<std::time::Duration>,
+
     /// The jobs file (default: `./jobs.yaml`, then `$HOME/jobs.yaml`)
     #[arg(short = 'f', long, global = true, value_name = "FILE")]
     pub file: Option<PathBuf>,
@@ -396,8 +403,14 @@ impl From<crate::apply::ApplyError> for Error {
 impl Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            // A file named with `-f` that does not exist is a usage error, as no jobs file at all is.
-            Error::ReadFile { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            // A file named with `-f` that does not exist, or is no regular file, is a usage error, as no jobs
+            // file at all is.
+            Error::ReadFile { source, .. }
+                if matches!(
+                    source.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::InvalidInput
+                ) =>
+            {
                 ExitStatus::Invalid
             }
             Error::NoJobsFile { .. }

@@ -56,6 +56,8 @@ pub struct Lock {
     stop: watch::Sender<bool>,
     /// Becomes `true` when the lock is lost (see [`Lock::lost`]).
     lost: watch::Receiver<bool>,
+    /// Set when it was lost to somebody else, not to renewals that failed until it expired.
+    taken_over: Arc<std::sync::atomic::AtomicBool>,
     renewer: JoinHandle<()>,
 }
 
@@ -159,12 +161,18 @@ pub async fn acquire(
     let held = Arc::new(Mutex::new(written));
     let (stop, stopped) = watch::channel(false);
     let (report_loss, lost) = watch::channel(false);
-    let renewer = tokio::spawn(renew(api.clone(), Arc::clone(&held), stopped, report_loss));
+    let taken_over = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let on_loss = Loss {
+        report: report_loss,
+        taken_over: Arc::clone(&taken_over),
+    };
+    let renewer = tokio::spawn(renew(api.clone(), Arc::clone(&held), stopped, on_loss));
     Ok(Lock {
         api,
         held,
         stop,
         lost,
+        taken_over,
         renewer,
     })
 }
@@ -179,6 +187,12 @@ impl Lock {
     /// Becomes `true` when the lock is lost, to stop an executor with.
     pub fn lost(&self) -> watch::Receiver<bool> {
         self.lost.clone()
+    }
+
+    /// Whether the lock was lost to somebody else (else: the cluster did not answer our renewals until it
+    /// expired).
+    pub fn was_taken_over(&self) -> bool {
+        self.taken_over.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Stops renewing and deletes the Lease if it is still as we last wrote it (a conflict means somebody took
@@ -209,7 +223,7 @@ async fn renew(
     api: Api<Lease>,
     held: Arc<Mutex<Lease>>,
     mut stopped: watch::Receiver<bool>,
-    lost: watch::Sender<bool>,
+    lost: Loss,
 ) {
     let identity = holder(&lock_held(&held)).map(str::to_owned);
     let config = watcher::Config::default().fields(&format!("metadata.name={LEASE_NAME}"));
@@ -230,8 +244,7 @@ async fn renew(
                     Ok(watcher::Event::Init | watcher::Event::InitDone) | Err(_) => false,
                 };
                 if taken {
-                    tracing::error!("the lock was taken over by somebody else");
-                    lost.send_replace(true);
+                    lost.taken_over();
                     return;
                 }
                 continue;
@@ -239,7 +252,7 @@ async fn renew(
             () = tokio::time::sleep_until(next_renewal) => {}
             () = tokio::time::sleep_until(expires) => {
                 tracing::error!("the lock expired: it could not be renewed for {} s", LEASE_DURATION.as_secs());
-                lost.send_replace(true);
+                lost.report.send_replace(true);
                 return;
             }
         }
@@ -258,14 +271,28 @@ async fn renew(
                 renewed_at = attempt;
             }
             Ok(Err(error)) if is_conflict(&error) || is_not_found(&error) => {
-                tracing::error!("the lock was taken over by somebody else");
-                lost.send_replace(true);
+                lost.taken_over();
                 return;
             }
             Ok(Err(error)) => tracing::warn!(%error, "cannot renew the lock; trying again"),
             // The expiry is looked at by the `select!` above.
             Err(_) => {}
         }
+    }
+}
+
+/// How the renewer says the lock is lost.
+struct Loss {
+    report: watch::Sender<bool>,
+    taken_over: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Loss {
+    fn taken_over(&self) {
+        tracing::error!("the lock was taken over by somebody else");
+        self.taken_over
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.report.send_replace(true);
     }
 }
 

@@ -12,8 +12,8 @@ pub fn init(verbosity: u8, color: bool) {
         2 => "debug",
         _ => "trace",
     };
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(filter_for(default_level)));
     // A second initialisation (only possible in tests that call `run` twice) keeps the first subscriber.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -21,4 +21,13 @@ pub fn init(verbosity: u8, color: bool) {
         .with_ansi(color)
         .with_target(false)
         .try_init();
+}
+
+/// `level`, with kube's client quieter unless `-vv` or more asks for everything: it logs every failed request as
+/// an error (which our own message already reports, once) and bodies it cannot parse whole.
+fn filter_for(level: &str) -> String {
+    match level {
+        "warn" | "info" => format!("{level},kube_client=off"),
+        _ => level.to_owned(),
+    }
 }

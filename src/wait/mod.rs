@@ -177,6 +177,18 @@ pub enum WaitError {
         #[source]
         source: kube::runtime::watcher::Error,
     },
+    /// The API server could not be reached, or did not answer, for [`observe::UNREACHABLE_LIMIT`] in a row.
+    #[error(
+        "the cluster at {server} has not answered for {} s; is it running? Check the connection and try again",
+        observe::UNREACHABLE_LIMIT.as_secs()
+    )]
+    Unreachable {
+        /// The API server's URL.
+        server: String,
+        /// The last request's error.
+        #[source]
+        source: kube::Error,
+    },
     /// The Deployment could not be read to learn its pod selector.
     #[error("failed to read Deployment `{name}` in namespace `{namespace}`")]
     Read {

@@ -5,6 +5,10 @@
 //! on 410 and retrying transient errors with back-off. Nothing is judged before every watch has delivered its first
 //! complete list, so a verdict never rests on a half-read state. Deleted objects keep their last state (a failure
 //! report still shows the pod the Job controller deleted).
+//!
+//! A cluster that cannot be reached is not waited for to the deadline: once the watches have failed to reach it
+//! for [`UNREACHABLE_LIMIT`] and one more request fails the same way, the wait ends with
+//! [`WaitError::Unreachable`].
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -24,6 +28,7 @@ use tokio::time::Instant;
 
 use super::report::FailureReport;
 use super::{Phase, Progress, WaitError};
+use crate::cluster::connect::unreachable_server;
 
 /// The objects of one kind a watch has seen, by UID.
 #[derive(Debug)]
@@ -217,9 +222,14 @@ pub(crate) fn last_seen(event: &Event) -> Option<jiff::Timestamp> {
         })
 }
 
+/// How long the API server may stay unreachable during a wait before the wait gives up.
+pub(crate) const UNREACHABLE_LIMIT: Duration = Duration::from_secs(30);
+
 /// The watches a wait opens, merged into one stream.
 pub(crate) struct Watches {
     client: kube::Client,
+    /// Since when every watch that tried failed to reach the server (`None`: a watch got through since).
+    unreachable_since: Option<Instant>,
     namespace: String,
     /// The pods' label selector, when pods are watched.
     pods: Option<String>,
@@ -276,6 +286,7 @@ impl Watches {
         ));
         Watches {
             client: client.clone(),
+            unreachable_since: None,
             namespace: namespace.to_owned(),
             pods: selectors.pods.clone(),
             streams: stream::select_all(streams),
@@ -321,6 +332,12 @@ impl Watches {
                     return Ok(Finish::TimedOut(last));
                 }
                 () = tokio::time::sleep_until(settled_at.unwrap_or(deadline)), if settled_at.is_some() => None,
+                () = tokio::time::sleep_until(
+                    self.unreachable_since.map_or(deadline, |since| since + UNREACHABLE_LIMIT)
+                ), if self.unreachable_since.is_some() => {
+                    self.check_reachable().await?;
+                    continue;
+                }
                 // Invariant: watcher streams retry forever and never end, so neither does their merge.
                 update = self.streams.next() => Some(update.expect("watch streams never end")),
             };
@@ -419,6 +436,26 @@ impl Watches {
         Some(judge(&self.observed))
     }
 
+    /// After [`UNREACHABLE_LIMIT`] of failing watches: one more request, which fails the wait when it cannot
+    /// reach the server either. (A watch that reconnected stays silent until something changes, so the watches'
+    /// silence alone does not tell.)
+    async fn check_reachable(&mut self) -> Result<(), WaitError> {
+        let events: Api<Event> = Api::namespaced(self.client.clone(), &self.namespace);
+        match events.list_metadata(&ListParams::default().limit(1)).await {
+            Err(source) => {
+                if let Some(server) = unreachable_server(&source) {
+                    return Err(WaitError::Unreachable {
+                        server: server.to_owned(),
+                        source,
+                    });
+                }
+                self.unreachable_since = None;
+            }
+            Ok(_) => self.unreachable_since = None,
+        }
+        Ok(())
+    }
+
     fn apply(&mut self, update: Update) -> Result<(), WaitError> {
         let observed = &mut self.observed;
         let failed = match update {
@@ -451,9 +488,15 @@ impl Watches {
             }),
             Some((resource, source)) => {
                 tracing::debug!(resource, error = %source, "watch failed, retrying");
+                if unreachable_server(&source).is_some() {
+                    self.unreachable_since.get_or_insert_with(Instant::now);
+                }
                 Ok(())
             }
-            None => Ok(()),
+            None => {
+                self.unreachable_since = None;
+                Ok(())
+            }
         }
     }
 }

@@ -7,10 +7,14 @@
 //! directory (a tool's home also holds its jobs' logs) is ignored. The watch is not recursive: trigger files in
 //! subdirectories are picked up by the periodic resync.
 //!
+//! A jobs file that is a symlink is watched through to its target: the target's directory is watched too, so
+//! that an edit of the target is seen at once, and the link is resolved again whenever it changes.
+//!
 //! Where notifications do not work — NFS, where the file is written on another machine, as on Toolforge — the
 //! file itself is read once per interval instead (`--poll`), by path, and compared with what it held; no API
 //! request.
 
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -22,7 +26,9 @@ use tokio::sync::mpsc;
 pub(super) struct FileEvents {
     receiver: mpsc::UnboundedReceiver<PathBuf>,
     /// Dropping it stops the watch.
-    _watcher: Option<RecommendedWatcher>,
+    watcher: Option<RecommendedWatcher>,
+    /// When the jobs file is a symlink: its target (resolved) and whether the target's directory is watched.
+    target: Option<(PathBuf, bool)>,
     /// The task polling the file (`--poll`), stopped on drop.
     poller: Option<tokio::task::JoinHandle<()>>,
     directory: PathBuf,
@@ -59,14 +65,60 @@ impl FileEvents {
             watcher.watch(&directory, RecursiveMode::NonRecursive)?;
             (Some(watcher), None)
         };
-        Ok(Self {
+        let mut events = Self {
             receiver,
-            _watcher: watcher,
+            watcher,
+            target: None,
             poller,
             directory,
             file_name: file.file_name().map(ToOwned::to_owned),
             patterns: Vec::new(),
-        })
+        };
+        events.follow_link();
+        Ok(events)
+    }
+
+    /// The jobs file's path in its directory.
+    fn file(&self) -> Option<PathBuf> {
+        self.file_name
+            .as_ref()
+            .map(|name| self.directory.join(name))
+    }
+
+    /// Resolves the jobs file when it is a symlink, and watches the target's directory instead of the previous
+    /// target's (if any). A link that cannot be resolved (dangling, not there yet) is resolved again when it
+    /// changes.
+    fn follow_link(&mut self) {
+        let Some(file) = self.file() else { return };
+        let target = std::fs::symlink_metadata(&file)
+            .is_ok_and(|metadata| metadata.file_type().is_symlink())
+            .then(|| std::fs::canonicalize(&file).ok())
+            .flatten();
+        if self.target.as_ref().map(|(path, _)| path) == target.as_ref() {
+            return;
+        }
+        if let Some((old, true)) = self.target.take()
+            && let (Some(watcher), Some(directory)) = (&mut self.watcher, old.parent())
+            && let Err(error) = watcher.unwatch(directory)
+        {
+            tracing::debug!(%error, directory = %directory.display(), "cannot stop watching the old link target");
+        }
+        self.target = target.map(|target| {
+            let directory = target.parent().map(Path::to_owned);
+            let watched = match (&mut self.watcher, directory) {
+                (Some(watcher), Some(directory)) if directory != self.directory => {
+                    match watcher.watch(&directory, RecursiveMode::NonRecursive) {
+                        Ok(()) => true,
+                        Err(error) => {
+                            tracing::warn!(%error, directory = %directory.display(), "cannot watch the directory of the jobs file's target; its edits are seen at the next resync");
+                            false
+                        }
+                    }
+                }
+                _ => false,
+            };
+            (target, watched)
+        });
     }
 
     /// Sets the `trigger-files` patterns (relative to the directory) whose files count as changes; invalid
@@ -82,6 +134,10 @@ impl FileEvents {
     pub(super) async fn changed(&mut self) -> Option<PathBuf> {
         loop {
             let path = self.receiver.recv().await?;
+            if self.file().as_ref() == Some(&path) {
+                // The link itself changed: it may point elsewhere now.
+                self.follow_link();
+            }
             if self.matters(&path) {
                 return Some(path);
             }
@@ -90,6 +146,13 @@ impl FileEvents {
 
     fn matters(&self, path: &Path) -> bool {
         if path.file_name() == self.file_name.as_deref() && path.parent() == Some(&self.directory) {
+            return true;
+        }
+        if self
+            .target
+            .as_ref()
+            .is_some_and(|(target, _)| target == path)
+        {
             return true;
         }
         let Ok(relative) = path.strip_prefix(&self.directory) else {
@@ -109,15 +172,58 @@ impl Drop for FileEvents {
     }
 }
 
+/// Reads at most `limit` bytes of the regular file at `path` (through symlinks). Anything else is refused with
+/// [`std::io::ErrorKind::InvalidInput`] and never blocks: the file is opened non-blocking and checked after it is
+/// open, so a FIFO put there in the meantime does not block either (opening a FIFO to read waits for a writer).
+pub(crate) fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use rustix::fs::{Mode, OFlags};
+    let file = std::fs::File::from(rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?);
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "it is {}, not a regular file: a jobs file must be a regular file (or a symlink to one)",
+                kind_of(kind)
+            ),
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// What a file that is not a regular file is, for messages.
+fn kind_of(kind: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    }
+}
+
 /// Reads `file` every `interval` and reports it when its content (or its absence) changed. By path, so a rename
 /// over it is seen like a write.
 async fn poll_file(file: PathBuf, interval: Duration, sender: mpsc::UnboundedSender<PathBuf>) {
     // NFS reads can block: off the runtime's threads.
     let read = |file: PathBuf| async move {
-        tokio::task::spawn_blocking(move || std::fs::read(file).ok())
-            .await
-            .ok()
-            .flatten()
+        tokio::task::spawn_blocking(move || {
+            read_regular(&file, crate::config::MAX_FILE_BYTES as u64 + 1).ok()
+        })
+        .await
+        .ok()
+        .flatten()
     };
     let mut last = read(file.clone()).await;
     let mut ticks = tokio::time::interval(interval);

@@ -14,7 +14,7 @@
 //! - `logging`: human or JSON log lines.
 
 mod drift;
-mod files;
+pub(crate) mod files;
 pub mod logging;
 mod prune;
 

@@ -1,4 +1,8 @@
 //! File logging keys (`filelog`, `no-filelog`, `filelog-stdout`, `filelog-stderr`) and `trigger-files`.
+//!
+//! Upstream pastes the log paths unquoted into the container's shell command (`exec 1>>PATH;…`), so a path
+//! with a shell metacharacter would run code or break the command: such paths are refused here, and the render
+//! stays upstream's, byte for byte. Paths that leave the tool's home are allowed, with a warning.
 
 use crate::config::diagnostic::Problem;
 use crate::config::fields::{Entry, Fields, Flag};
@@ -8,7 +12,7 @@ use crate::config::keys::Key;
 
 use super::Context;
 
-pub(super) fn file_log(fields: &Fields<'_>, problems: &mut Vec<Problem>) -> FileLog {
+pub(super) fn file_log(fields: &Fields<'_>, tool: &str, problems: &mut Vec<Problem>) -> FileLog {
     let filelog = fields.flag(Key::Filelog, Some("yes"), problems);
     let no_filelog = fields.flag(Key::NoFilelog, Some("true"), problems);
     let enabled = match (filelog, no_filelog) {
@@ -29,14 +33,94 @@ pub(super) fn file_log(fields: &Fields<'_>, problems: &mut Vec<Problem>) -> File
         (_, Flag::Set) => Some(false),
         _ => None,
     };
+    let mut path = |key| {
+        let (text, entry) = fields.text(key, problems)?;
+        check_log_path(key, &text, entry, tool, problems).then_some(text)
+    };
     FileLog {
         enabled,
-        stdout: fields
-            .text(Key::FilelogStdout, problems)
-            .map(|(text, _)| text),
-        stderr: fields
-            .text(Key::FilelogStderr, problems)
-            .map(|(text, _)| text),
+        stdout: path(Key::FilelogStdout),
+        stderr: path(Key::FilelogStderr),
+    }
+}
+
+/// Whether a character may appear in a log path pasted into a shell command: letters, digits and punctuation
+/// that no POSIX shell gives a meaning to outside the start of a word.
+fn is_plain(c: char) -> bool {
+    c.is_alphanumeric() || "._/~+-@,=%:".contains(c)
+}
+
+/// Checks a `filelog-stdout`/`filelog-stderr` path: an error (and `false`) when it would not stay one word in
+/// the shell; a warning when it leaves the tool's home `/data/project/<tool>` (relative paths start there).
+fn check_log_path(
+    key: Key,
+    path: &str,
+    entry: Entry<'_>,
+    tool: &str,
+    problems: &mut Vec<Problem>,
+) -> bool {
+    if let Some(bad) = path.chars().find(|c| !is_plain(*c)) {
+        problems.push(
+            Problem::error(
+                "jobs::unsafe_log_path",
+                entry.value_range(),
+                format!("`{key}` path `{path}` contains {}, which the job's shell would interpret", describe(bad)),
+            )
+            .with_label("not a plain path")
+            .with_help(
+                "the path is pasted into the job's shell command as it is: use only letters, digits and \
+                 `. _ / ~ + - @ , = % :`, e.g. `logs/bot.out`",
+            ),
+        );
+        return false;
+    }
+    let home = format!("/data/project/{tool}");
+    if !stays_in(&home, path) {
+        problems.push(
+            Problem::warning(
+                "jobs::log_outside_home",
+                entry.value_range(),
+                format!("`{key}` path `{path}` is outside the tool's home `{home}`"),
+            )
+            .with_label("outside the home")
+            .with_help(
+                "the job can only write where the tool may; write a path relative to the home, e.g. `logs/bot.out`",
+            ),
+        );
+    }
+    true
+}
+
+/// Whether `path` (absolute, or relative to `home`) stays under `home` once `.` and `..` are resolved.
+fn stays_in(home: &str, path: &str) -> bool {
+    let relative = if path.starts_with('/') {
+        match path.strip_prefix(home) {
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => rest,
+            _ => return false,
+        }
+    } else {
+        path
+    };
+    let mut depth: usize = 0;
+    for part in relative.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => match depth.checked_sub(1) {
+                Some(up) => depth = up,
+                None => return false,
+            },
+            _ => depth += 1,
+        }
+    }
+    true
+}
+
+/// A character for a message: visible ones quoted, the others by their code point.
+fn describe(c: char) -> String {
+    if c.is_whitespace() || c.is_control() {
+        format!("the character U+{:04X}", u32::from(c))
+    } else {
+        format!("`{c}`")
     }
 }
 
@@ -140,4 +224,65 @@ pub(super) fn trigger_files(
         }
     }
     valid
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_paths_pass_and_shell_syntax_does_not() {
+        for path in [
+            "bot.out",
+            "logs/bot-1.out",
+            "/data/project/t/x.err",
+            "~x",
+            "a+b@c,d=e%f:g",
+            "überwachung.log",
+        ] {
+            assert!(path.chars().all(is_plain), "{path}");
+        }
+        for path in [
+            "x.out; touch /tmp/INJECTED",
+            "$HOME/x",
+            "`id`",
+            "a b",
+            "x|y",
+            "x&",
+            "a>b",
+            "x'y",
+            "x\"y",
+            "a\\b",
+            "a*",
+            "a?",
+            "(x)",
+            "a\nb",
+            "a#b",
+        ] {
+            assert!(!path.chars().all(is_plain), "{path}");
+        }
+    }
+
+    #[test]
+    fn paths_leaving_the_home_are_found() {
+        let home = "/data/project/t";
+        for path in [
+            "x.out",
+            "logs/../x.out",
+            "./a/b",
+            "/data/project/t/x",
+            "/data/project/t",
+        ] {
+            assert!(stays_in(home, path), "{path}");
+        }
+        for path in [
+            "../x.out",
+            "a/../../x",
+            "/tmp/x.out",
+            "/data/project/tx/y",
+            "/data/project/t/../u/x",
+        ] {
+            assert!(!stays_in(home, path), "{path}");
+        }
+    }
 }

@@ -106,7 +106,7 @@ fn job_of(
                 entry,
             )
         });
-    let file_log = file_log(fields, problems);
+    let file_log = file_log(fields, context.tool, problems);
     let trigger = fields.text(Key::Trigger, problems).map(|(text, _)| text);
     let trigger_files = trigger_files(fields, context, problems);
 

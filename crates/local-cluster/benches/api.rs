@@ -1,5 +1,7 @@
 //! Throughput of the local cluster through kube-rs: create/get/replace of Jobs, listing 1 000 Jobs, and watch
-//! fan-out (many watchers, many writes), and a new connection per request (the TLS handshake's cost). Run with `cargo bench -p toolforge-local-cluster`; figures go to stdout.
+//! fan-out (many watchers, many writes), a new connection per request (the TLS handshake's cost), and durable
+//! writes (ConfigMaps created on a cluster with a state file, one at a time and 8 in flight). Run with
+//! `cargo bench -p toolforge-local-cluster`; figures go to stdout.
 
 #![expect(
     clippy::print_stdout,
@@ -10,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use serde_json::json;
 use toolforge_local_cluster::{LocalCluster, Options};
@@ -17,6 +20,8 @@ use toolforge_local_cluster::{LocalCluster, Options};
 const JOBS: usize = 1000;
 const WATCHERS: usize = 50;
 const FAN_OUT_WRITES: usize = 200;
+const DURABLE_WRITES: usize = 300;
+const IN_FLIGHT: usize = 8;
 
 fn job(name: &str) -> Job {
     serde_json::from_value(json!({
@@ -33,6 +38,54 @@ fn report(what: &str, count: usize, elapsed: Duration) {
         "{what:<34} {count:>6} in {:>8.1} ms  {per_second:>9.0}/s",
         elapsed.as_secs_f64() * 1000.0
     );
+}
+
+fn config_map(name: &str) -> ConfigMap {
+    serde_json::from_value(json!({"metadata": {"name": name}, "data": {"key": "value"}}))
+        .expect("valid config map")
+}
+
+/// Creates ConfigMaps on a cluster with a state file: every acknowledged write is durable, so this is the cost
+/// of the fsync behind each response (or a share of one, with writes in flight together).
+async fn durable_writes() {
+    let directory = tempfile::tempdir().expect("temp dir");
+    let cluster = LocalCluster::start(Options {
+        state_file: Some(directory.path().join("state.json")),
+        ..Options::default()
+    })
+    .await
+    .expect("cluster starts");
+    let maps: Api<ConfigMap> = Api::default_namespaced(cluster.client().expect("client"));
+    let started = Instant::now();
+    for i in 0..DURABLE_WRITES {
+        maps.create(&PostParams::default(), &config_map(&format!("one-{i}")))
+            .await
+            .expect("create");
+    }
+    report(
+        "durable create (sequential)",
+        DURABLE_WRITES,
+        started.elapsed(),
+    );
+    let started = Instant::now();
+    let created: Vec<_> = futures::stream::iter(0..DURABLE_WRITES)
+        .map(|i| {
+            let maps = maps.clone();
+            async move {
+                maps.create(&PostParams::default(), &config_map(&format!("many-{i}")))
+                    .await
+            }
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .collect()
+        .await;
+    assert!(created.iter().all(Result::is_ok));
+    report(
+        &format!("durable create ({IN_FLIGHT} in flight)"),
+        DURABLE_WRITES,
+        started.elapsed(),
+    );
+    cluster.shutdown().await.expect("shutdown");
 }
 
 #[tokio::main]
@@ -138,4 +191,5 @@ async fn main() {
         cluster.request_counts().values().sum::<u64>()
     );
     cluster.shutdown().await.expect("shutdown");
+    durable_writes().await;
 }

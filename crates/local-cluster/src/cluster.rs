@@ -2,8 +2,10 @@
 //! and tools' kubeconfigs and kube-rs clients, count requests, inject faults, and shut it down gracefully.
 //! [`serve`] is the foreground entry point behind `toolforge-jobs local-cluster`.
 //!
-//! A cluster with a state file keeps its credentials beside it ([`credentials_directory`]) and holds an
-//! exclusive lock on `<state file>.lock` while it runs, so two clusters never share one state file.
+//! A cluster with a state file keeps its credentials beside it ([`credentials_directory`]), its write-ahead log
+//! in `<state file>.log` and its container processes in `<state file>.pids`, and holds an exclusive lock on
+//! `<state file>.lock` while it runs, so two clusters never share one state file. It starts by stopping the
+//! container processes a killed previous run left behind.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -26,7 +28,9 @@ use crate::auth::pki::{ClientCredentials, Pki, PkiError};
 use crate::auth::{ADMIN_GROUP, ADMIN_USER, TOOL_GROUP};
 pub use crate::bootstrap::{IDENTITY_NAME, IDENTITY_NAMESPACE};
 use crate::clock::Clock;
+use crate::controller;
 use crate::controllers::{self, Controllers};
+use crate::event_ttl::EventTtl;
 use crate::faults::{Fault, Faults};
 use crate::kubeconfig::{self, UserCredentials};
 use crate::persist;
@@ -54,6 +58,9 @@ pub struct Options {
     pub clock_speed: f64,
     /// Where the CA and the owner's token are kept; `None` makes credentials that live as long as the cluster.
     pub credentials_dir: Option<PathBuf>,
+    /// How long an Event lives after its last write (cluster time), as the API server's `--event-ttl`
+    /// (1 hour by default).
+    pub event_ttl: Duration,
 }
 
 impl Default for Options {
@@ -67,6 +74,7 @@ impl Default for Options {
             tools_home: None,
             clock_speed: 1.0,
             credentials_dir: None,
+            event_ttl: Duration::from_secs(60 * 60),
         }
     }
 }
@@ -76,7 +84,7 @@ impl Default for Options {
 pub enum ClusterError {
     /// The port could not be bound.
     Bind(std::io::Error),
-    /// The state file could not be read.
+    /// The state file (or its log) could not be read or written.
     StateFile(PathBuf, std::io::Error),
     /// The kubeconfig could not be written.
     Kubeconfig(PathBuf, std::io::Error),
@@ -95,7 +103,11 @@ impl std::fmt::Display for ClusterError {
         match self {
             ClusterError::Bind(_) => write!(f, "failed to listen on 127.0.0.1"),
             ClusterError::StateFile(path, _) => {
-                write!(f, "failed to read the state file `{}`", path.display())
+                write!(
+                    f,
+                    "failed to load or save the state file `{}`",
+                    path.display()
+                )
             }
             ClusterError::Kubeconfig(path, _) => {
                 write!(f, "failed to write the kubeconfig `{}`", path.display())
@@ -140,7 +152,7 @@ pub struct LocalCluster {
     _state_lock: Option<File>,
     /// Taken by [`LocalCluster::shutdown`]; `None` afterwards.
     server: Option<JoinHandle<std::io::Result<()>>>,
-    writer: Option<JoinHandle<()>>,
+    writer: Option<persist::Writer>,
 }
 
 impl Drop for LocalCluster {
@@ -174,6 +186,14 @@ impl LocalCluster {
         {
             store.restore(resource_version, objects);
         }
+        let writer = options
+            .state_file
+            .as_ref()
+            .map(|path| {
+                persist::Writer::start(&store, path.clone())
+                    .map_err(|e| ClusterError::StateFile(path.clone(), e))
+            })
+            .transpose()?;
         crate::bootstrap::seed(&store, options.tools_home.as_deref());
         let listener = TcpListener::bind(("127.0.0.1", options.port))
             .await
@@ -196,12 +216,15 @@ impl LocalCluster {
             app,
             shutdown.clone(),
         ));
-        if let Some(wanted) = &options.controllers {
-            controllers::start(wanted, &store, &shutdown);
+        controller::spawn(EventTtl::new(options.event_ttl), &store, &shutdown);
+        let pid_file = options.state_file.as_deref().map(crate::kubelet::pid_file);
+        if let Some(path) = &pid_file {
+            // Before any new container starts: a node's containers do not survive its restart.
+            crate::kubelet::stop_previous(path).await;
         }
-        let writer = options
-            .state_file
-            .map(|path| tokio::spawn(persist::writer(store, path, shutdown)));
+        if let Some(wanted) = &options.controllers {
+            controllers::start(wanted, &store, &shutdown, pid_file);
+        }
         Ok(LocalCluster {
             address,
             state,
@@ -367,7 +390,7 @@ impl LocalCluster {
             None => Ok(Ok(())),
         };
         if let Some(writer) = self.writer.take() {
-            let _ = writer.await;
+            writer.close().await;
         }
         match served {
             Ok(result) => result.map_err(ClusterError::Server),

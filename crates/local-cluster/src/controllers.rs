@@ -1,6 +1,7 @@
 //! Which controllers a local cluster runs and how they are tuned ([`Controllers`]), and starting them. Each
 //! controller is a [`crate::controller::Reconciler`] on its own task, stopped by the cluster's shutdown.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -38,8 +39,14 @@ impl Default for Controllers {
     }
 }
 
-/// Spawns every configured controller; they stop when `shutdown` is cancelled.
-pub(crate) fn start(controllers: &Controllers, store: &Store, shutdown: &CancellationToken) {
+/// Spawns every configured controller; they stop when `shutdown` is cancelled. A process kubelet records its
+/// processes in `pid_file` when given.
+pub(crate) fn start(
+    controllers: &Controllers,
+    store: &Store,
+    shutdown: &CancellationToken,
+    pid_file: Option<PathBuf>,
+) {
     let backoff = Backoff {
         base: controllers.job_backoff_base,
         cap: controllers.job_backoff_cap,
@@ -54,7 +61,7 @@ pub(crate) fn start(controllers: &Controllers, store: &Store, shutdown: &Cancell
             controller::spawn(ScriptedKubelet::new(script.clone()), store, shutdown);
         }
         Some(Kubelet::Process(options)) => {
-            let kubelet = ProcessKubelet::new(options.clone(), store.clock());
+            let kubelet = ProcessKubelet::new(options.clone(), store.clock(), pid_file);
             controller::spawn(kubelet, store, shutdown);
         }
         None => {}

@@ -21,8 +21,10 @@ use crate::recorder::Event;
 use crate::script::{Outcome, Script, crash_backoff, run_length};
 use crate::store::{Change, ObjectKey, Store};
 
+mod pids;
 mod probe;
 mod process;
+pub(crate) use pids::{pid_file, stop_previous};
 pub(crate) use process::ProcessKubelet;
 
 /// Where a pod's containers are in their script.

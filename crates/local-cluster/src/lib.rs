@@ -26,6 +26,7 @@ mod decode;
 mod defaults;
 mod delete;
 mod deployment;
+mod event_ttl;
 mod events_view;
 mod faults;
 mod gc;

@@ -56,7 +56,7 @@ impl Event {
     }
 }
 
-fn events() -> &'static ResourceType {
+pub(crate) fn events() -> &'static ResourceType {
     // Invariant: core/v1 events are in the static registry.
     resources::find("", "v1", "events").expect("events are served")
 }

@@ -207,6 +207,16 @@ impl ApiError {
         Self::new(410, "Expired", message)
     }
 
+    /// 413 for a request body over the API server's limit (`limit` bytes).
+    #[must_use]
+    pub fn request_entity_too_large(limit: usize) -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {limit}"),
+        )
+    }
+
     /// 415 for a body in a media type the endpoint does not accept.
     #[must_use]
     pub fn unsupported_media_type(accepted: &[&str]) -> Self {

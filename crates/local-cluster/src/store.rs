@@ -6,14 +6,15 @@
 //! Writes that change nothing do not bump the resourceVersion and produce no change event.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use serde_json::Value;
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::broadcast;
 
 use crate::clock::Clock;
 use crate::logs::Logs;
 use crate::meta;
+use crate::persist::Journal;
 use crate::resources::ResourceType;
 use crate::status::ApiError;
 
@@ -134,7 +135,7 @@ impl Inner {
             .map(|(_, v)| v)
     }
 
-    /// Every object (any type), for the garbage collector and persistence.
+    /// Every object (any type), for the garbage collector and the state file.
     pub(crate) fn all(&self) -> impl Iterator<Item = (&ObjectKey, &Value)> {
         self.objects.iter()
     }
@@ -278,7 +279,8 @@ pub(crate) enum WatchStart {
 pub struct Store {
     inner: Arc<Mutex<Inner>>,
     changes: broadcast::Sender<Arc<Change>>,
-    dirty: Arc<Notify>,
+    /// Where committed changes are made durable, with a state file.
+    journal: Arc<OnceLock<Arc<Journal>>>,
     clock: Clock,
 }
 
@@ -299,7 +301,7 @@ impl Store {
                 clock,
             })),
             changes,
-            dirty: Arc::new(Notify::new()),
+            journal: Arc::new(OnceLock::new()),
             clock,
         }
     }
@@ -317,7 +319,8 @@ impl Store {
     }
 
     /// Runs a write under the lock, then the garbage collector and the quota usage count, then publishes the
-    /// changes in order.
+    /// changes in order, to watches and to the journal (still under the lock, so the journal's order is the
+    /// resourceVersion order).
     pub(crate) fn write<T>(
         &self,
         f: impl FnOnce(&mut Inner) -> Result<T, ApiError>,
@@ -328,11 +331,13 @@ impl Store {
         crate::admission::refresh_quotas(&mut inner);
         let pending = std::mem::take(&mut inner.pending);
         if !pending.is_empty() {
+            if let Some(journal) = self.journal.get() {
+                journal.append(&pending);
+            }
             for change in pending {
                 // No receiver is fine: nobody watches.
                 let _ = self.changes.send(change);
             }
-            self.dirty.notify_one();
         }
         result
     }
@@ -421,15 +426,6 @@ impl Store {
         )
     }
 
-    /// Every object and the counter, for the state file.
-    pub(crate) fn snapshot(&self) -> (u64, Vec<Value>) {
-        let inner = self.lock();
-        (
-            inner.resource_version,
-            inner.objects.values().cloned().collect(),
-        )
-    }
-
     /// Loads objects and the counter from a state file; history starts empty at that version.
     pub(crate) fn restore(
         &self,
@@ -446,9 +442,18 @@ impl Store {
         inner.compacted = inner.resource_version;
     }
 
-    /// Signalled after every write that changed something (used by the state-file writer).
-    pub(crate) fn dirty(&self) -> Arc<Notify> {
-        Arc::clone(&self.dirty)
+    /// Journals every change from now on (a store has one journal at most: a second is ignored).
+    pub(crate) fn attach_journal(&self, journal: Arc<Journal>) {
+        let _ = self.journal.set(journal);
+    }
+
+    /// Waits until every change committed so far is durable (at once without a state file): a write is
+    /// acknowledged only then. Later changes may be covered by the same fsync, so this costs one at most.
+    pub(crate) async fn durable(&self) -> Result<(), ApiError> {
+        let Some(journal) = self.journal.get() else {
+            return Ok(());
+        };
+        journal.wait(self.resource_version()).await
     }
 }
 

@@ -330,7 +330,41 @@ fn spec(resource: &ResourceType, object: &Value) -> Vec<FieldError> {
         "jobs" => job_spec("spec", spec, true),
         "cronjobs" => cronjob_spec(spec),
         "deployments" | "replicasets" => replicated_spec(spec),
+        "configmaps" => config_map_size(object),
         _ => Vec::new(),
+    }
+}
+
+/// The most a ConfigMap may hold (`core.MaxSecretSize`, 1 MiB).
+const MAX_CONFIG_MAP_SIZE: usize = 1 << 20;
+
+/// A ConfigMap holds at most 1 MiB: the sizes of the `data` values plus the decoded `binaryData` values, as
+/// Kubernetes' validation counts them (keys are not counted). The error is about the whole object, whose field
+/// path Kubernetes renders `[]`.
+fn config_map_size(object: &Value) -> Vec<FieldError> {
+    let values = |field: &str| {
+        object
+            .get(field)
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(_, value)| value.as_str())
+    };
+    let text: usize = values("data").map(str::len).sum();
+    let binary: usize = values("binaryData")
+        .map(|value| {
+            base64::Engine::decode(&base64::engine::general_purpose::STANDARD, value)
+                .map_or(value.len(), |bytes| bytes.len())
+        })
+        .sum();
+    if text + binary > MAX_CONFIG_MAP_SIZE {
+        vec![FieldError {
+            kind: crate::status::FieldErrorKind::TooLong(MAX_CONFIG_MAP_SIZE),
+            field: "[]".into(),
+            detail: String::new(),
+        }]
+    } else {
+        Vec::new()
     }
 }
 

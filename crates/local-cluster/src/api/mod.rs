@@ -121,6 +121,7 @@ pub(crate) fn router(state: ClusterState) -> Router {
             axum::routing::post(review::self_subject_review),
         )
         .fallback(resource::handle)
+        .layer(axum::extract::DefaultBodyLimit::max(resource::MAX_BODY))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             faults::middleware,

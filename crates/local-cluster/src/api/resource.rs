@@ -3,6 +3,7 @@
 
 use axum::body::Bytes;
 use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -20,24 +21,42 @@ use crate::protobuf::{self, ProtobufError};
 use crate::resources::ResourceType;
 use crate::status::{ApiError, FieldError};
 
-/// Entry point for all resource paths (the router's fallback).
+/// The largest request body the API server reads (its `MaxRequestBodyBytes`, 3 MiB).
+pub(crate) const MAX_BODY: usize = 3 << 20;
+
+/// Entry point for all resource paths (the router's fallback). A write is answered only once it is durable.
 pub(crate) async fn handle(
     State(state): State<ClusterState>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let Some(target) = path::parse(uri.path()) else {
         return ApiError::path_not_found().into_response();
+    };
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return ApiError::request_entity_too_large(MAX_BODY).into_response();
+        }
+        Err(rejection) => return ApiError::bad_request(rejection.body_text()).into_response(),
     };
     let query = Query::parse(uri.query());
     if super::log::addressed(&target) {
         return super::log::serve(&state, &method, &target, &query)
             .unwrap_or_else(IntoResponse::into_response);
     }
-    dispatch(&state, &method, &target, &query, &headers, &body)
-        .unwrap_or_else(IntoResponse::into_response)
+    let response = dispatch(&state, &method, &target, &query, &headers, &body)
+        .unwrap_or_else(IntoResponse::into_response);
+    if matches!(
+        method,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    ) && let Err(error) = state.store.durable().await
+    {
+        return error.into_response();
+    }
+    response
 }
 
 fn dispatch(

@@ -12,6 +12,8 @@
 //! after the grace period), which then restarts as the restart policy says.
 //! Every failed probe records `Unhealthy` `<Kind> probe failed: <output>`.
 //! The status writes and Events are the scripted kubelet's ([`Step`]).
+//! With a state file, the running processes are recorded ([`super::pids`]) so that the next life of the
+//! cluster stops those a kill left behind.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -25,6 +27,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use super::pids::PidFile;
 use super::probe::{Kind, Prober, Verdict};
 use super::{Next, Stage, Step, bind, is_terminal, started_at, started_elsewhere, terminate};
 use crate::clock::Clock;
@@ -104,10 +107,12 @@ pub(crate) struct ProcessKubelet {
     /// The cluster's clock: back-offs and grace periods are cluster durations, while processes, their output
     /// and their probes run in real time.
     clock: Clock,
+    /// Where the running processes are recorded, with a state file.
+    pids: Option<PidFile>,
 }
 
 impl ProcessKubelet {
-    pub(crate) fn new(options: ProcessOptions, clock: Clock) -> Self {
+    pub(crate) fn new(options: ProcessOptions, clock: Clock, pids: Option<PathBuf>) -> Self {
         let script = Script::new(Outcome::RunForever)
             .start_delay(Duration::ZERO)
             .restart_backoff(options.restart_backoff);
@@ -116,6 +121,17 @@ impl ProcessKubelet {
             script,
             runs: HashMap::new(),
             clock,
+            pids: pids.map(PidFile::new),
+        }
+    }
+
+    /// Records the processes running now (the file is rewritten only when they change).
+    fn record_pids(&mut self) {
+        if let Some(pids) = &mut self.pids {
+            pids.record(self.runs.values().filter_map(|run| match &run.state {
+                State::Running(running) if running.exited.is_none() => Some(running.child.id()),
+                _ => None,
+            }));
         }
     }
 }
@@ -316,6 +332,15 @@ impl Reconciler for ProcessKubelet {
     }
 
     fn reconcile(&mut self, key: &Key, store: &Store) -> Action {
+        let action = self.reconcile_pod(key, store);
+        self.record_pids();
+        action
+    }
+}
+
+impl ProcessKubelet {
+    /// One reconcile of one pod.
+    fn reconcile_pod(&mut self, key: &Key, store: &Store) -> Action {
         let pod = store.read(|s| {
             s.get(&ObjectKey::new(pods(), &key.namespace, &key.name))
                 .cloned()
@@ -379,9 +404,7 @@ impl Reconciler for ProcessKubelet {
         }
         action
     }
-}
 
-impl ProcessKubelet {
     /// One step of a known pod; whether to keep remembering it.
     fn advance(
         &self,

@@ -290,6 +290,31 @@ impl Executor {
             }
         }
         self.record_jobs(&succeeded).await?;
+        // Recorded by UID: now the runs may happen.
+        let resumed: Vec<_> =
+            futures::stream::iter(succeeded.iter().filter(|outcome| outcome.suspended))
+                .map(|outcome| async move {
+                    write::resume(self, &outcome.job)
+                        .await
+                        .map_err(|source| ApplyError::Action {
+                            job: outcome.job.clone(),
+                            action: "resume",
+                            source: Box::new(WriteError::Api {
+                                verb: "resume",
+                                kind: crate::plan::ObjectKind::Job,
+                                name: outcome.job.clone(),
+                                source,
+                            }),
+                        })
+                })
+                .buffer_unordered(self.options.concurrency.max(1))
+                .collect()
+                .await;
+        for result in resumed {
+            if let Err(error) = result {
+                first_error.get_or_insert(error);
+            }
+        }
         for outcome in succeeded {
             if let Some(uid) = outcome.job_uid {
                 applied.started_jobs.insert(outcome.job.clone(), uid);
@@ -499,8 +524,10 @@ struct ActionOutcome {
     job: String,
     /// Whether the action changed something (not only rewrote the job's inventory record).
     changed: bool,
-    /// The UID of the one-off Job it created.
+    /// The UID of the one-off Job it created (or took over).
     job_uid: Option<String>,
+    /// Whether that Job was created suspended: it is resumed once its UID is recorded.
+    suspended: bool,
     /// The UID and generation of the Deployment it wrote.
     deployment: Option<(String, i64)>,
 }

@@ -50,6 +50,7 @@ pub(super) async fn carry_out(
         job: action.job.clone(),
         changed: action.action.changes(),
         job_uid: None,
+        suspended: false,
         deployment: None,
     };
     for delete in &action.deletes {
@@ -61,7 +62,10 @@ pub(super) async fn carry_out(
     for write in &action.writes {
         let written = put(executor, write).await?;
         match write.object.kind {
-            ObjectKind::Job => outcome.job_uid = written.metadata.uid.clone(),
+            ObjectKind::Job => {
+                outcome.job_uid = written.metadata.uid.clone();
+                outcome.suspended = write.verb == WriteVerb::Create;
+            }
             ObjectKind::Deployment => {
                 outcome.deployment = written
                     .metadata
@@ -185,7 +189,8 @@ async fn put(executor: &Executor, write: &Write) -> Result<DynamicObject, WriteE
     };
     let manifest = match write.verb {
         WriteVerb::Update => guarded(executor, write),
-        WriteVerb::Create | WriteVerb::Label => write.manifest.clone(),
+        WriteVerb::Create => suspended_if_one_off(write),
+        WriteVerb::Label | WriteVerb::Resume => write.manifest.clone(),
     };
     let typed: DynamicObject =
         serde_json::from_value(manifest.clone()).map_err(|source| WriteError::Manifest {
@@ -227,7 +232,32 @@ async fn put(executor: &Executor, write: &Write) -> Result<DynamicObject, WriteE
                 .await
                 .map_err(|source| api_error("label", source))
         }
+        WriteVerb::Resume => resume(executor, &object.name)
+            .await
+            .map_err(|source| api_error("resume", source)),
     }
+}
+
+/// A one-off's Job is created suspended (see [`resume`]); everything else as rendered.
+fn suspended_if_one_off(write: &Write) -> Value {
+    let mut manifest = write.manifest.clone();
+    if write.object.kind == ObjectKind::Job {
+        manifest["spec"]["suspend"] = json!(true);
+    }
+    manifest
+}
+
+/// Lets a one-off's Job run. It was created suspended so that its run cannot happen before its UID is in the
+/// inventory: an apply that dies in between leaves a Job that never ran, which the next apply resumes (a Job
+/// that ran and was removed by its TTL is always recorded by UID).
+pub(super) async fn resume(executor: &Executor, name: &str) -> Result<DynamicObject, kube::Error> {
+    let api = api(executor, ObjectKind::Job);
+    let patch = Patch::Merge(json!({"spec": {"suspend": false}}));
+    let patch_params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    };
+    retry::transient("resume", || api.patch(name, &patch_params, &patch)).await
 }
 
 /// Whether `existing` is the object `written` renders: not being deleted, with the same desired hash (which
@@ -322,5 +352,6 @@ fn verb_done(verb: WriteVerb) -> &'static str {
         WriteVerb::Create => "created",
         WriteVerb::Update => "updated",
         WriteVerb::Label => "labelled",
+        WriteVerb::Resume => "resumed",
     }
 }

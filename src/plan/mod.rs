@@ -290,6 +290,8 @@ pub enum WriteVerb {
     Update,
     /// Add our annotations and inventory labels to the live object, nothing else (adopt).
     Label,
+    /// Let a suspended one-off Job of ours run (`spec.suspend: false`) once its UID is recorded.
+    Resume,
 }
 
 /// One object to write.

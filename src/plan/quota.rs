@@ -170,7 +170,8 @@ fn changes(plan: &Plan, live: &LiveState) -> BTreeMap<&'static str, i128> {
                     }
                     add(&write.manifest, write.object.kind, 1);
                 }
-                WriteVerb::Label => {}
+                // The Job and its pod count already; resuming lets the pod start.
+                WriteVerb::Label | WriteVerb::Resume => {}
             }
         }
     }

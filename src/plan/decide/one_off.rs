@@ -10,7 +10,7 @@ use crate::plan::decide::{Desired, ticked};
 use crate::plan::immutable;
 use crate::plan::live::Live;
 use crate::render::inventory::{JobRecord, Outcome};
-use crate::render::read_back_ref;
+use crate::render::{LiveRef, read_back_ref};
 
 /// What a `wait` one-off that does not run now means for the jobs after it (SPEC §7: they are applied only
 /// after it succeeded).
@@ -28,8 +28,9 @@ impl Desired<'_> {
             return None;
         }
         match action.action {
+            // Nobody saw how its run ended (an apply died while it ran): not a success, so it holds too.
             Action::Done {
-                outcome: Outcome::Failed,
+                outcome: Outcome::Failed | Outcome::Unknown,
             } => Some(Barrier::Failed),
             Action::Unchanged => {
                 let live = self.objects.get(&ObjectKind::Job)?;
@@ -75,6 +76,12 @@ impl Desired<'_> {
         let Some(live) = live else {
             return match (requested, last) {
                 (Some(reason), _) => self.rerun(reason),
+                // Its Job is created suspended and only resumed once its UID is recorded: a run without a UID
+                // and without a live Job never started (an apply died between the two), whatever the TTL did.
+                (None, Some(Outcome::Unknown)) if self.unconfirmed(record) => self.rerun(
+                    "its run was recorded but its Job never created (an apply stopped): runs now"
+                        .to_owned(),
+                ),
                 (None, Some(outcome)) => self.done(outcome),
                 (None, None) => {
                     let reason = if record.desired_hash == self.rendered.desired_hash {
@@ -99,6 +106,24 @@ impl Desired<'_> {
             // Back to a definition that already ran: at most one run per fingerprint; the live Job of the other
             // definition is left to finish and be cleaned up.
             return self.done(outcome);
+        }
+        if requested.is_none()
+            && live_fingerprint == self.rendered.fingerprint
+            && (self.unconfirmed(record) || is_suspended(live))
+        {
+            // The Job an apply created before it died: take it over and let it run (it is suspended until its
+            // UID is recorded).
+            let mut action = self.row(
+                Action::Adopt,
+                "its Job was created by an apply that stopped before recording it: recorded and started",
+            );
+            let write = self.write(
+                ObjectKind::Job,
+                WriteVerb::Resume,
+                live.reference.uid.clone(),
+            );
+            action.writes.push(write);
+            return action;
         }
         if requested.is_none() && live_fingerprint == self.rendered.fingerprint {
             let reason = match live.finished {
@@ -137,6 +162,16 @@ impl Desired<'_> {
         action
     }
 
+    /// Whether the last run with the desired fingerprint was recorded without the UID of its Job.
+    fn unconfirmed(&self, record: &JobRecord) -> bool {
+        record
+            .runs
+            .iter()
+            .rev()
+            .find(|run| run.fingerprint == self.rendered.fingerprint)
+            .is_some_and(|run| run.job_uid.is_none() && run.outcome == Outcome::Unknown)
+    }
+
     fn retry_hint(&self) -> String {
         format!(
             "run it again with `--retry-failed` or `--replace {}`",
@@ -158,6 +193,13 @@ impl Desired<'_> {
         }
         action
     }
+}
+
+/// Whether the live Job waits to be resumed (`spec.suspend`): ours are, from their creation until their UID is
+/// recorded.
+fn is_suspended(live: &Live<'_>) -> bool {
+    matches!(live.workload, Some(LiveRef::Job(job))
+        if job.spec.as_ref().and_then(|spec| spec.suspend) == Some(true))
 }
 
 /// What the run record says, for humans.

@@ -447,10 +447,20 @@ impl Executor {
                         finished: None,
                         outcome: Outcome::Unknown,
                     };
-                    // The update runs again on a conflict, also when our own first write went through
-                    // (a lost response): the run is recorded once.
-                    if record.runs.last() != Some(&run) {
-                        record.runs.push(run);
+                    match record.runs.last_mut() {
+                        // The update runs again on a conflict, also when our own first write went through (a
+                        // lost response): the run is recorded once.
+                        Some(last) if *last == run => {}
+                        // A run of this definition recorded by an apply that stopped before creating its Job
+                        // never started: this is that run.
+                        Some(last)
+                            if last.fingerprint == run.fingerprint
+                                && last.job_uid.is_none()
+                                && last.outcome == Outcome::Unknown =>
+                        {
+                            *last = run;
+                        }
+                        _ => record.runs.push(run),
                     }
                 }
             })

@@ -123,6 +123,9 @@ impl Desired<'_> {
                 live.reference.uid.clone(),
             );
             action.writes.push(write);
+            action.waits.push(Wait::Completed {
+                barrier: matches!(self.job.kind, JobKind::OneOff { wait: Some(_), .. }),
+            });
             return action;
         }
         if requested.is_none() && live_fingerprint == self.rendered.fingerprint {

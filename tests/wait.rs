@@ -233,7 +233,8 @@ async fn a_job_past_its_backoff_limit_reports_the_reason_exit_codes_and_the_last
 #[tokio::test]
 async fn a_job_past_its_active_deadline_fails_with_deadline_exceeded() {
     let (_cluster, client) = start(Script::new(Run::RunForever)).await;
-    let spec = json!({"activeDeadlineSeconds": 1});
+    // Long enough for its pod to be seen running on a busy machine.
+    let spec = json!({"activeDeadlineSeconds": 3});
     let target = create_job(&client, "slow", "busybox", &spec).await;
     let (outcome, progress, _) = wait_job(&client, &target, PATIENCE).await;
     assert!(

@@ -148,6 +148,27 @@ async fn polling_the_file_sees_edits_too() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_pausing_at_a_job_boundary_deletes_nothing() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(WITH_WEB);
+    let daemon = cluster.spawn_watch(&[]);
+    eventually(TIMEOUT, "the jobs are created", || exists(&cluster, "web")).await;
+    let web = uid(&cluster, "web").await;
+
+    // The first half is a valid file without `web`; the writer pauses 0.7 s (longer than the debounce, shorter
+    // than the prune settle period of 1 s) before the rest.
+    let half = &WITH_WEB[..WITH_WEB.find("- name: web").unwrap()];
+    cluster.write_jobs(half);
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    cluster.write_jobs(WITH_WEB);
+    daemon
+        .wait_for_log("the jobs file changed again: its deletes wait", 1)
+        .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(uid(&cluster, "web").await, web, "{}", daemon.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_log_for_people_draws_the_diagnostics_of_an_invalid_file() {
     let cluster = Cluster::start().await;
     cluster.write_jobs("- name: bad\n  command: ./x\n  image: nosuchimage\n");

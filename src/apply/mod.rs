@@ -462,6 +462,7 @@ impl Executor {
                         }
                         _ => record.runs.push(run),
                     }
+                    trim_runs(&mut record.runs);
                 }
             })
             .await?;
@@ -569,11 +570,67 @@ fn stages<'a>(actions: &[&'a PlannedAction]) -> Vec<Vec<&'a PlannedAction>> {
     stages
 }
 
+/// Definitions of one job whose last run the inventory remembers: coming back to one of them does not run it
+/// again. Older ones are forgotten, so that the record stays small (the inventory is one ConfigMap, at most 1 MiB).
+const REMEMBERED_DEFINITIONS: usize = 20;
+
+/// Keeps what running at most once per definition needs: the last run of each of the newest
+/// [`REMEMBERED_DEFINITIONS`] definitions, oldest first.
+fn trim_runs(runs: &mut Vec<RunRecord>) {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut kept: Vec<RunRecord> = runs
+        .drain(..)
+        .rev()
+        .filter(|run| seen.insert(run.fingerprint.clone()))
+        .take(REMEMBERED_DEFINITIONS)
+        .collect();
+    kept.reverse();
+    *runs = kept;
+}
+
 fn job_record(rendered: &Rendered, runs: Vec<RunRecord>) -> JobRecord {
     JobRecord {
         kind: rendered.canonical.kind,
         desired_hash: rendered.desired_hash.clone(),
         fingerprint: rendered.fingerprint.clone(),
         runs,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(fingerprint: usize, second: i64) -> RunRecord {
+        RunRecord {
+            fingerprint: format!("f{fingerprint}"),
+            job_uid: Some(format!("u{second}")),
+            started: jiff::Timestamp::from_second(1_700_000_000 + second).unwrap(),
+            finished: None,
+            outcome: Outcome::Succeeded,
+        }
+    }
+
+    #[test]
+    fn runs_are_trimmed_to_the_last_of_each_recent_definition() {
+        // Definition 0 ran twice (a `--replace`), then 29 others ran once each.
+        let mut runs = vec![run(0, 0), run(0, 1)];
+        runs.extend((1..30).map(|index| run(index, 10 + i64::try_from(index).unwrap())));
+        trim_runs(&mut runs);
+        assert_eq!(runs.len(), REMEMBERED_DEFINITIONS);
+        assert_eq!(
+            runs.first().unwrap().fingerprint,
+            "f10",
+            "the oldest definitions go first"
+        );
+        assert_eq!(runs.last().unwrap().fingerprint, "f29");
+
+        let mut replaced = vec![run(0, 0), run(1, 1), run(0, 2)];
+        trim_runs(&mut replaced);
+        assert_eq!(
+            replaced,
+            vec![run(1, 1), run(0, 2)],
+            "the last run of each definition, in order"
+        );
     }
 }

@@ -71,6 +71,10 @@ pub struct WatchArgs {
     #[arg(long, hide = true, default_value = "300ms", value_parser = parse_duration)]
     pub debounce: Duration,
 
+    /// How long a file that drops jobs must stay unchanged before they are deleted
+    #[arg(long, hide = true, default_value = "5s", value_parser = parse_duration)]
+    pub prune_settle: Duration,
+
     /// The longest wait between attempts while the API fails
     #[arg(long, hide = true, default_value = "5m", value_parser = parse_duration)]
     pub max_backoff: Duration,
@@ -168,7 +172,8 @@ struct Daemon {
     /// Whether the log is for people: diagnostics are drawn below the line instead of escaped into a field.
     human_log: bool,
     concurrency: usize,
-    debounce: Duration,
+    /// How long a file whose plan deletes must stay unchanged first (see `settled`).
+    prune_settle: Duration,
     /// The content of the last valid file: what drift repair and resyncs apply.
     last_good: Option<Vec<u8>>,
     /// The file content whose warnings were logged (they are logged once, not at every reconcile).
@@ -304,7 +309,7 @@ impl Daemon {
             printer,
             human_log: false,
             concurrency: usize::from(args.concurrency),
-            debounce: args.debounce,
+            prune_settle: args.prune_settle,
             last_good: None,
             warned: None,
             patterns: Vec::new(),
@@ -441,12 +446,21 @@ impl Daemon {
         }
     }
 
-    /// Whether the file still holds `bytes` after another debounce time: a delete is carried out only when the
-    /// file that asks for it has stopped changing (a writer that paused longer than the debounce time in the
-    /// middle of a file could otherwise prune the jobs after the pause).
+    /// Whether the file held `bytes` all through the prune settle period (looked at every 250 ms): a delete is
+    /// carried out only when the file that asks for it has stopped changing, because a file cut at a job boundary
+    /// is valid, and a writer that pauses in the middle of it would otherwise prune the jobs after the pause.
     async fn settled(&self, bytes: &[u8]) -> bool {
-        tokio::time::sleep(self.debounce).await;
-        jobs_file::read(&self.source.path).is_ok_and(|now| now == bytes)
+        let until = tokio::time::Instant::now() + self.prune_settle;
+        loop {
+            let now = tokio::time::Instant::now();
+            if now >= until {
+                return true;
+            }
+            tokio::time::sleep((until - now).min(Duration::from_millis(250))).await;
+            if !jobs_file::read(&self.source.path).is_ok_and(|now| now == bytes) {
+                return false;
+            }
+        }
     }
 
     /// Leaves alone the deletes of jobs the file did not drop while a daemon watched (see `restrict_prunes`).

@@ -197,6 +197,9 @@ impl Cluster {
         if !args.contains(&"--debounce") {
             command.args(["--debounce", "100ms"]);
         }
+        if !args.contains(&"--prune-settle") {
+            command.args(["--prune-settle", "1s"]);
+        }
         Background::spawn(command)
     }
 

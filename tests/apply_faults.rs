@@ -13,9 +13,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job as KubeJob;
-use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams};
-use serde_json::Value;
 use support::{Cluster, NAMESPACE};
 use toolforge_local_cluster::Fault;
 
@@ -30,14 +28,6 @@ fn jobs(generation: u32) -> String {
         );
     }
     text
-}
-
-async fn inventory(cluster: &Cluster) -> Value {
-    let config_map = Api::<ConfigMap>::namespaced(cluster.client.clone(), NAMESPACE)
-        .get("toolforge-jobs")
-        .await
-        .unwrap();
-    serde_json::from_str(&config_map.data.unwrap()["inventory.json"]).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -94,7 +84,7 @@ async fn a_create_whose_response_was_lost_converges_in_the_same_apply() {
         10,
         "one Job per one-off"
     );
-    let recorded = inventory(&cluster).await;
+    let recorded = cluster.inventory().await;
     for index in 0..10 {
         let runs = &recorded["jobs"][format!("once-{index}")]["runs"];
         assert_eq!(runs.as_array().unwrap().len(), 1, "{recorded}");
@@ -165,7 +155,7 @@ async fn killed_at_any_point_apply_converges_and_never_runs_a_one_off_twice() {
         );
     }
     // The inventory agrees: at most one run per fingerprint.
-    let inventory = inventory(&cluster).await;
+    let inventory = cluster.inventory().await;
     for (job, record) in inventory["jobs"].as_object().unwrap() {
         let runs = record["runs"].as_array().cloned().unwrap_or_default();
         let mut fingerprints: Vec<String> = runs

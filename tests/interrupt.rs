@@ -14,9 +14,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job as KubeJob;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
-use serde_json::Value;
 use support::{Background, Cluster, NAMESPACE, TOOL, eventually};
 use toolforge_local_cluster::{Outcome, Script};
 
@@ -75,16 +73,6 @@ async fn lock_is_free(cluster: &Cluster) -> bool {
         .is_none()
 }
 
-/// The inventory's record of the last apply.
-async fn last_apply(cluster: &Cluster) -> Value {
-    let config_map = Api::<ConfigMap>::namespaced(cluster.client.clone(), NAMESPACE)
-        .get("toolforge-jobs")
-        .await
-        .unwrap();
-    let record: Value = serde_json::from_str(&config_map.data.unwrap()["inventory.json"]).unwrap();
-    record["lastApply"].clone()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_during_apply_wait_stops_waiting_at_once_and_says_what_it_left() {
     let cluster = cluster().await;
@@ -105,7 +93,10 @@ async fn ctrl_c_during_apply_wait_stops_waiting_at_once_and_says_what_it_left() 
     );
     assert!(lock_is_free(&cluster).await, "the lock was released");
     // Both were applied, so the record says the apply was complete; the Job goes on.
-    assert_eq!(last_apply(&cluster).await["result"]["state"], "complete");
+    assert_eq!(
+        cluster.inventory().await["lastApply"]["result"]["state"],
+        "complete"
+    );
     assert!(job_exists(&cluster, "forever").await);
 }
 
@@ -133,7 +124,7 @@ async fn ctrl_c_while_a_barrier_runs_applies_nothing_after_it() {
     let deployments = Api::<Deployment>::namespaced(cluster.client.clone(), NAMESPACE);
     assert!(deployments.get_opt("bot").await.unwrap().is_none());
     assert!(lock_is_free(&cluster).await, "the lock was released");
-    let record = last_apply(&cluster).await;
+    let record = cluster.inventory().await["lastApply"].clone();
     assert_eq!(record["result"]["state"], "interrupted", "{record}");
     assert_eq!(record["changed"], serde_json::json!(["migrate"]));
 }

@@ -9,9 +9,7 @@ mod support;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job as KubeJob;
-use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams};
-use serde_json::Value;
 use support::{Cluster, NAMESPACE};
 use toolforge_local_cluster::Fault;
 
@@ -26,14 +24,6 @@ const JOBS: &str = "\
   continuous: true
 ";
 
-async fn inventory(cluster: &Cluster) -> Value {
-    let config_map = Api::<ConfigMap>::namespaced(cluster.client.clone(), NAMESPACE)
-        .get("toolforge-jobs")
-        .await
-        .unwrap();
-    serde_json::from_str(&config_map.data.unwrap()["inventory.json"]).unwrap()
-}
-
 fn jobs(cluster: &Cluster) -> Api<KubeJob> {
     Api::namespaced(cluster.client.clone(), NAMESPACE)
 }
@@ -46,7 +36,7 @@ async fn converges_with_one_run(cluster: &Cluster) {
     assert_eq!(listed.items.len(), 1, "{}", apply.stderr);
     let job = &listed.items[0];
     assert_ne!(job.spec.as_ref().unwrap().suspend, Some(true), "resumed");
-    let runs = inventory(cluster).await["jobs"]["migrate"]["runs"].clone();
+    let runs = cluster.inventory().await["jobs"]["migrate"]["runs"].clone();
     let runs = runs.as_array().unwrap();
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(runs[0]["jobUid"].as_str(), job.metadata.uid.as_deref());
@@ -133,7 +123,7 @@ async fn a_wait_one_off_nobody_saw_finish_holds_the_jobs_after_it() {
         .delete("migrate", &DeleteParams::background())
         .await
         .unwrap();
-    let record = inventory(&cluster).await;
+    let record = cluster.inventory().await;
     assert_eq!(
         record["jobs"]["migrate"]["runs"][0]["outcome"], "unknown",
         "{record}"

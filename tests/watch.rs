@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use support::{Cluster, NAMESPACE, eventually};
@@ -70,14 +69,6 @@ async fn uid(cluster: &Cluster, name: &str) -> Option<String> {
 }
 
 /// The inventory's record, as JSON.
-async fn inventory(cluster: &Cluster) -> Value {
-    let config_map = Api::<ConfigMap>::namespaced(cluster.client.clone(), NAMESPACE)
-        .get("toolforge-jobs")
-        .await
-        .unwrap();
-    serde_json::from_str(&config_map.data.unwrap()["inventory.json"]).unwrap()
-}
-
 /// Writes the jobs file the way editors that save by rename do: a temporary file, then a rename over it.
 fn save_by_rename(cluster: &Cluster, yaml: &str) {
     let temporary = cluster.directory.path().join(".jobs.yaml.swp");
@@ -119,10 +110,10 @@ async fn file_edits_in_place_and_by_rename_are_applied() {
 
     // The status is written once the reconcile is done.
     eventually(TIMEOUT, "the status names the file's jobs", || async {
-        inventory(&cluster).await["daemon"]["jobs"] == json!(["bot", "nightly"])
+        cluster.inventory().await["daemon"]["jobs"] == json!(["bot", "nightly"])
     })
     .await;
-    let record = inventory(&cluster).await;
+    let record = cluster.inventory().await;
     let status = &record["daemon"];
     assert!(
         status["holder"].as_str().unwrap().starts_with("watch by "),
@@ -214,7 +205,7 @@ async fn an_invalid_or_half_written_file_changes_nothing_until_it_is_fixed() {
         daemon.log()
     );
     eventually(TIMEOUT, "the invalid file is recorded", || async {
-        inventory(&cluster).await["daemon"]["lastReconcile"]["result"] == "invalid-file"
+        cluster.inventory().await["daemon"]["lastReconcile"]["result"] == "invalid-file"
     })
     .await;
     assert_eq!(
@@ -276,7 +267,7 @@ async fn drift_is_repaired_but_a_one_off_deleted_by_hand_does_not_run_again() {
     .await;
     cluster.watches_open().await;
     eventually(TIMEOUT, "the one-off's outcome is recorded", || async {
-        inventory(&cluster).await["jobs"]["migrate"]["runs"][0]["outcome"] == "succeeded"
+        cluster.inventory().await["jobs"]["migrate"]["runs"][0]["outcome"] == "succeeded"
     })
     .await;
 
@@ -348,7 +339,7 @@ async fn an_api_outage_is_ridden_out_with_back_off() {
     })
     .await;
     eventually(TIMEOUT, "the failure is recorded", || async {
-        inventory(&cluster).await["daemon"]["lastError"]["result"] == "failed"
+        cluster.inventory().await["daemon"]["lastError"]["result"] == "failed"
     })
     .await;
 
@@ -393,7 +384,7 @@ async fn sigterm_releases_the_lease_and_a_second_daemon_or_apply_gets_the_lock_e
     daemon.terminate();
     assert_eq!(daemon.exit_code().await, 0, "{}", daemon.log());
     assert!(leases.get_opt("toolforge-jobs").await.unwrap().is_none());
-    let record = inventory(&cluster).await;
+    let record = cluster.inventory().await;
     assert!(record["daemon"]["stopped"].is_string(), "{record}");
     // Once it is gone, `apply` may take the lock.
     cluster.run(&["apply"]).await.expect_code(0);

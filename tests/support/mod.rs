@@ -112,6 +112,19 @@ impl Cluster {
         }
     }
 
+    /// The inventory record (the JSON in the inventory ConfigMap of the default set).
+    pub async fn inventory(&self) -> serde_json::Value {
+        let config_map = Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(
+            self.client.clone(),
+            NAMESPACE,
+        )
+        .get("toolforge-jobs")
+        .await
+        .expect("the inventory exists");
+        let data = config_map.data.expect("the inventory has data");
+        serde_json::from_str(&data["inventory.json"]).expect("the inventory is JSON")
+    }
+
     /// The API requests made since the last reset, as `verb resource` → count, without the watch requests
     /// the controllers make.
     pub fn requests(&self) -> u64 {

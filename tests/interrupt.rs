@@ -30,16 +30,7 @@ const JOBS: &str = "\
 ";
 
 /// `migrate` holds the stage after it while its pod runs, forever.
-const BARRIER: &str = "\
-- name: migrate
-  command: ./migrate.sh
-  image: bookworm
-  wait: true
-- name: bot
-  command: ./bot.py
-  image: python3.11
-  continuous: true
-";
+const BARRIER: &str = support::MIGRATE_THEN_BOT;
 
 /// A cluster where the pods of `forever` and `migrate` run until deleted.
 async fn cluster() -> Cluster {

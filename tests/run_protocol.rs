@@ -13,16 +13,7 @@ use kube::api::{Api, DeleteParams, ListParams};
 use support::{Cluster, NAMESPACE};
 use toolforge_local_cluster::Fault;
 
-const JOBS: &str = "\
-- name: migrate
-  command: ./migrate.sh
-  image: bookworm
-  wait: true
-- name: bot
-  command: ./bot.py
-  image: python3.11
-  continuous: true
-";
+const JOBS: &str = support::MIGRATE_THEN_BOT;
 
 fn jobs(cluster: &Cluster) -> Api<KubeJob> {
     Api::namespaced(cluster.client.clone(), NAMESPACE)
@@ -134,4 +125,52 @@ async fn a_wait_one_off_nobody_saw_finish_holds_the_jobs_after_it() {
     held.expect_stderr("`migrate` has `wait`");
     let bot = Api::<Deployment>::namespaced(cluster.client.clone(), NAMESPACE);
     assert!(bot.get_opt("bot").await.unwrap().is_none(), "held");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_off_pruned_and_put_back_with_the_same_definition_does_not_run_again() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(JOBS);
+    cluster.run(&["apply"]).await.expect_code(0);
+    let created = cluster.local.request_count("create", "jobs");
+    // A file cut short (a half-written save, a bad merge) prunes `migrate`; its runs stay as a tombstone.
+    cluster.write_jobs(&JOBS[JOBS.find("- name: bot").unwrap()..]);
+    cluster.run(&["apply", "--yes"]).await.expect_code(0);
+    let inventory = cluster.inventory().await;
+    assert!(inventory["jobs"].get("migrate").is_none());
+    assert_eq!(
+        inventory["pruned"]["migrate"]["record"]["runs"][0]["outcome"],
+        "succeeded"
+    );
+
+    cluster.write_jobs(JOBS);
+    let diff = cluster.run(&["diff"]).await;
+    assert_eq!(
+        diff.row("migrate").unwrap().0,
+        "done (succeeded)",
+        "{}",
+        diff.stdout
+    );
+    diff.expect_stdout("ran before it was removed from the file (");
+    cluster.run(&["apply"]).await.expect_code(0);
+    assert_eq!(
+        cluster.local.request_count("create", "jobs"),
+        created,
+        "not run again"
+    );
+    let inventory = cluster.inventory().await;
+    assert!(inventory.get("pruned").is_none(), "{inventory}");
+    assert_eq!(
+        inventory["jobs"]["migrate"]["runs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    cluster.run(&["diff"]).await.expect_code(0);
+
+    // A new definition is a new run, as for any job.
+    cluster.write_jobs(&JOBS.replace("./migrate.sh", "./migrate.sh --all"));
+    cluster.run(&["apply"]).await.expect_code(0);
+    assert_eq!(cluster.local.request_count("create", "jobs"), created + 1);
 }

@@ -25,7 +25,7 @@ use futures::StreamExt as _;
 use tokio::sync::{Mutex, watch as channel};
 
 use crate::cluster::inventory::{InventoryStore, InventoryWriteError};
-use crate::plan::{Action, LiveState, Plan, PlannedAction, Wait};
+use crate::plan::{Action, LiveState, Plan, PlannedAction, RecordUpdate, Wait};
 use crate::render::Rendered;
 use crate::render::inventory::{
     ApplyRecord, ApplyResult, Inventory, JobRecord, Outcome, Rollout, RunRecord,
@@ -249,12 +249,13 @@ impl Executor {
         }
         applied.changed.extend(removed.iter().cloned());
         let record = self.apply_record(&applied, ApplyResult::Complete);
+        let now = jiff::Timestamp::now();
         self.inventory
             .lock()
             .await
             .update(|inventory| {
                 for job in &removed {
-                    inventory.jobs.remove(job);
+                    inventory.prune(job, now);
                 }
                 if let Some(record) = &record {
                     inventory.last_apply = Some(record.clone());
@@ -436,10 +437,7 @@ impl Executor {
             .await
             .update(|inventory| {
                 for (job, rendered) in &runs {
-                    let record = inventory
-                        .jobs
-                        .entry((*job).to_owned())
-                        .or_insert_with(|| job_record(rendered, Vec::new()));
+                    let record = inventory.record_mut(job, || job_record(rendered, Vec::new()));
                     let run = RunRecord {
                         fingerprint: rendered.fingerprint.clone(),
                         job_uid: None,
@@ -471,6 +469,7 @@ impl Executor {
 
     /// Records what the stage applied: each job's kind, hash and fingerprint, and the UIDs of the Jobs started.
     async fn record_jobs(&self, done: &[ActionOutcome]) -> Result<(), ApplyError> {
+        let now = jiff::Timestamp::now();
         let records: Vec<(&ActionOutcome, &Rendered)> = done
             .iter()
             .filter_map(|outcome| Some((outcome, self.rendered.get(&outcome.job)?)))
@@ -483,16 +482,23 @@ impl Executor {
             .await
             .update(|inventory| {
                 for (outcome, rendered) in &records {
-                    let runs = inventory
-                        .jobs
-                        .remove(&outcome.job)
-                        .map(|record| record.runs)
-                        .unwrap_or_default();
-                    let mut record = job_record(rendered, runs);
+                    let record =
+                        inventory.record_mut(&outcome.job, || job_record(rendered, Vec::new()));
+                    let runs = std::mem::take(&mut record.runs);
+                    *record = job_record(rendered, runs);
                     if let (Some(uid), Some(run)) = (&outcome.job_uid, record.runs.last_mut()) {
                         run.job_uid = Some(uid.clone());
                     }
-                    inventory.jobs.insert(outcome.job.clone(), record);
+                    if let Some(RecordUpdate::Outcome { outcome }) = outcome.records
+                        && let Some(run) = record
+                            .runs
+                            .iter_mut()
+                            .rev()
+                            .find(|run| run.fingerprint == rendered.fingerprint)
+                    {
+                        run.outcome = outcome;
+                        run.finished.get_or_insert(now);
+                    }
                 }
             })
             .await?;
@@ -541,11 +547,14 @@ struct ActionOutcome {
     suspended: bool,
     /// The UID and generation of the Deployment it wrote.
     deployment: Option<(String, i64)>,
+    /// What the job's record learns besides.
+    records: Option<RecordUpdate>,
 }
 
-/// Actions that write nothing but whose job belongs in the inventory (an `unchanged` job whose record was lost).
+/// Actions that write nothing but whose job's inventory record is written (an `unchanged` job whose record was
+/// lost, a run whose end the record does not know, a pruned one-off put back).
 fn needs_record(action: &PlannedAction) -> bool {
-    action.action == Action::Unchanged
+    action.action == Action::Unchanged || action.records.is_some()
 }
 
 fn is_barrier(action: &PlannedAction) -> bool {

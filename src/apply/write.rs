@@ -52,6 +52,7 @@ pub(super) async fn carry_out(
         job_uid: None,
         suspended: false,
         deployment: None,
+        records: action.records,
     };
     for delete in &action.deletes {
         let written_again = action.writes.iter().any(|write| {

@@ -12,18 +12,18 @@ use std::collections::BTreeMap;
 use clap::Args;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, DeleteParams, Preconditions};
 use serde::de::DeserializeOwned;
 
 use crate::cli::live_jobs::{self, Live, LiveJob};
 use crate::cli::{Error, GlobalArgs};
-use crate::cluster::StoredInventory;
+use crate::cluster;
 use crate::cluster::inventory::InventoryStore;
 use crate::cluster::lock;
 use crate::output::{ExitStatus, Printer};
 use crate::render::context::DEFAULT_SET_NAME;
-use crate::render::{LiveObject, inventory, labels};
+use crate::render::{LiveObject, labels};
 
 #[derive(Debug, Args)]
 pub struct DeleteArgs {
@@ -161,7 +161,12 @@ async fn forget(live: &Live, jobs: &[LiveJob]) -> Result<(), Error> {
         let stored = if set == DEFAULT_SET_NAME {
             live.snapshot.inventory.clone()
         } else {
-            stored_inventory(client, &live.namespace, set).await?
+            cluster::inventory::read(
+                &Api::namespaced(client.clone(), &live.namespace),
+                &live.namespace,
+                set,
+            )
+            .await?
         };
         let Some(stored) = stored.filter(|stored| {
             names
@@ -179,32 +184,4 @@ async fn forget(live: &Live, jobs: &[LiveJob]) -> Result<(), Error> {
             .await?;
     }
     Ok(())
-}
-
-/// The inventory `set`, `None` when it does not exist.
-async fn stored_inventory(
-    client: &kube::Client,
-    namespace: &str,
-    set: &str,
-) -> Result<Option<StoredInventory>, Error> {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    let read_error = |source| crate::cluster::ReadError::Get {
-        namespace: namespace.to_owned(),
-        name: set.to_owned(),
-        source,
-    };
-    let Some(config_map) = api.get_opt(set).await.map_err(read_error)? else {
-        return Ok(None);
-    };
-    let stored = inventory::from_config_map(&config_map).map_err(|source| {
-        crate::cluster::ReadError::Inventory {
-            namespace: namespace.to_owned(),
-            name: set.to_owned(),
-            source,
-        }
-    })?;
-    Ok(Some(StoredInventory {
-        inventory: stored,
-        resource_version: config_map.metadata.resource_version,
-    }))
 }

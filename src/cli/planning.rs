@@ -125,14 +125,25 @@ impl Planned {
 }
 
 impl Planned {
-    /// Whether carrying out the plan writes anything: a change, or an unchanged job whose inventory record is
+    /// Whether the cluster is not yet what the file says: a change, or an unchanged job whose inventory record is
     /// missing (the inventory was deleted by hand; the objects still carry our labels).
-    pub(crate) fn needs_writes(&self) -> bool {
+    pub(crate) fn differs(&self) -> bool {
         let inventory = self.snapshot.inventory();
         self.plan.has_changes()
             || self.plan.actions.iter().any(|action| {
                 action.action == Action::Unchanged && !inventory.jobs.contains_key(&action.job)
             })
+    }
+
+    /// Whether carrying out the plan writes anything: what [`Planned::differs`], or what the inventory learns
+    /// (a run's end, a pruned one-off's record taken back).
+    pub(crate) fn needs_writes(&self) -> bool {
+        self.differs()
+            || self
+                .plan
+                .actions
+                .iter()
+                .any(|action| action.records.is_some())
     }
 
     /// The executor that carries out this plan for the lock holder `by`: the rendered objects, each `wait`

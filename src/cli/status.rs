@@ -21,11 +21,11 @@ use serde::Serialize;
 use crate::cli::apply::parse_duration;
 use crate::cli::table::{self, json_line};
 use crate::cli::{Error, GlobalArgs, OutputFormat, tool_name, wait_file};
-use crate::cluster::ReadError;
 use crate::cluster::lock::LEASE_NAME;
+use crate::cluster::{self, ReadError};
 use crate::output::{ExitStatus, Printer};
 use crate::render::context::DEFAULT_SET_NAME;
-use crate::render::inventory::{self, ApplyRecord, ApplyResult, Inventory, Outcome};
+use crate::render::inventory::{ApplyRecord, ApplyResult, Inventory, Outcome};
 use crate::render::{LiveObject, labels};
 use crate::status::{self, Related, Short, duration};
 
@@ -130,17 +130,10 @@ pub(crate) async fn run(
         },
     )?;
     let now = Timestamp::now();
-    let inventory = config_map
-        .map(|config_map| {
-            let stored =
-                inventory::from_config_map(&config_map).map_err(|source| ReadError::Inventory {
-                    namespace: namespace.clone(),
-                    name: args.set_name.clone(),
-                    source,
-                })?;
-            Ok::<_, Error>(inventory_state(&args.set_name, &stored))
-        })
-        .transpose()?;
+    let config_maps = Api::<ConfigMap>::namespaced(client.clone(), &namespace);
+    let inventory = cluster::inventory::load(&config_maps, &namespace, &args.set_name, config_map)
+        .await?
+        .map(|stored| inventory_state(&args.set_name, &stored.inventory));
     let inventory = match inventory {
         Some(mut state) => {
             Box::pin(live_outcomes(client, &namespace, &mut state, now)).await?;

@@ -33,7 +33,7 @@ use crate::cli::{
     Error, GlobalArgs, OutputFormat, apply, connection, diff, jobs_file, live_jobs, wait,
 };
 use crate::cluster::lock::LEASE_NAME;
-use crate::cluster::{Connection, ReadError};
+use crate::cluster::{self, Connection};
 use crate::config::image::ImageTable;
 use crate::output::progress::{self, Reporter};
 use crate::output::{ExitStatus, Printer};
@@ -213,7 +213,7 @@ impl Waiter<'_> {
             if !(config_map.synced && lease.synced) {
                 continue;
             }
-            let inventory = self.inventory(config_map.object.as_ref())?;
+            let inventory = self.inventory(config_map.object.as_ref()).await?;
             match judge(inventory.as_ref(), &self.hash) {
                 Found::Nothing => {}
                 Found::Failed { by, message } => self.show(
@@ -269,19 +269,13 @@ impl Waiter<'_> {
         }
     }
 
-    /// The inventory in `config_map`, if there is one.
-    fn inventory(&self, config_map: Option<&ConfigMap>) -> Result<Option<Inventory>, Error> {
-        config_map
-            .map(|config_map| {
-                inventory::from_config_map(config_map).map_err(|source| {
-                    Error::Read(ReadError::Inventory {
-                        namespace: self.namespace.clone(),
-                        name: self.set_name.clone(),
-                        source,
-                    })
-                })
-            })
-            .transpose()
+    /// The inventory whose set ConfigMap is `config_map`, if there is one.
+    async fn inventory(&self, config_map: Option<&ConfigMap>) -> Result<Option<Inventory>, Error> {
+        let api = Api::namespaced(self.connection.client.clone(), &self.namespace);
+        let stored =
+            cluster::inventory::load(&api, &self.namespace, &self.set_name, config_map.cloned())
+                .await?;
+        Ok(stored.map(|stored| stored.inventory))
     }
 
     /// Sets the file's row, unless it says so already.
@@ -362,7 +356,7 @@ impl Waiter<'_> {
             return Ok(Planned::Found(found));
         }
         let plan = &planned.plan;
-        if planned.needs_writes() || plan.is_refused() || plan.has_errors() {
+        if planned.differs() || plan.is_refused() || plan.has_errors() {
             return Ok(Planned::Writes(diff::exit_status(plan)));
         }
         if let Some(barrier) = plan.held_by() {

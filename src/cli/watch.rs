@@ -327,10 +327,35 @@ impl Daemon {
     }
 
     async fn attempt(&mut self, trigger: Trigger, stop: channel::Receiver<bool>) -> Attempt {
-        let (bytes, file) = match self.load(trigger) {
-            Ok(loaded) => loaded,
-            Err(attempt) => return attempt,
-        };
+        // The content whose deletes waited out the settle period.
+        let mut settled: Option<Vec<u8>> = None;
+        loop {
+            let (bytes, file) = match self.load(trigger) {
+                Ok(loaded) => loaded,
+                Err(attempt) => return attempt,
+            };
+            match self
+                .attempt_once(trigger, bytes, file, settled.as_deref(), &stop)
+                .await
+            {
+                Ok(attempt) => return attempt,
+                // The plan was made before the wait: plan again from a fresh read of the file and the cluster.
+                Err(bytes) => settled = Some(bytes),
+            }
+        }
+    }
+
+    /// Plans `file` (read as `bytes`) and carries it out, unless its plan deletes and the file has not been seen
+    /// unchanged for the settle period: then it waits that out and gives `bytes` back to be planned again
+    /// (`settled` is content that waited it out already).
+    async fn attempt_once(
+        &mut self,
+        trigger: Trigger,
+        bytes: Vec<u8>,
+        file: JobsFile,
+        settled: Option<&[u8]>,
+        stop: &channel::Receiver<bool>,
+    ) -> Result<Attempt, Vec<u8>> {
         let names: BTreeSet<String> = file
             .jobs
             .iter()
@@ -352,13 +377,13 @@ impl Daemon {
         let mut planned = match prepared {
             Ok(Prepared::Planned(planned)) => planned,
             Ok(Prepared::Invalid) => {
-                return Attempt::new(
+                return Ok(Attempt::new(
                     ReconcileResult::InvalidFile,
                     "the jobs file is invalid with the cluster's image table",
                 )
-                .of_file(&bytes);
+                .of_file(&bytes));
             }
-            Err(error) => return failed(&error).of_file(&bytes),
+            Err(error) => return Ok(failed(&error).of_file(&bytes)),
         };
         self.restrict_prunes(&mut planned, &names);
         let deletes = planned
@@ -368,19 +393,23 @@ impl Daemon {
             .any(|action| action.action == Action::Delete);
         if deletes
             && matches!(trigger, Trigger::File | Trigger::Start)
-            && !self.settled(&bytes).await
+            && settled != Some(bytes.as_slice())
         {
+            if self.settled(&bytes).await {
+                return Err(bytes);
+            }
             tracing::info!("the jobs file changed again: its deletes wait until it stops changing");
-            return Attempt::new(
+            return Ok(Attempt::new(
                 ReconcileResult::Unchanged,
                 "the jobs file is still changing; nothing was deleted",
-            );
+            ));
         }
         let stored = planned.snapshot.inventory.clone();
-        self.carry_out(&planned, trigger, names, stop)
+        Ok(self
+            .carry_out(&planned, trigger, names, stop.clone())
             .await
             .stored(stored)
-            .of_file(&bytes)
+            .of_file(&bytes))
     }
 
     /// The file to apply, loaded: a change reads it, drift, resyncs and retries apply the last valid one. An

@@ -1,7 +1,7 @@
 //! Reading the live state: every request `diff` and `apply` make before deciding anything, issued at once.
 //!
 //! The cost does not depend on the number of jobs: one LIST each of Jobs, CronJobs, Deployments, Services,
-//! `LimitRange`s and `ResourceQuota`s in the tool's namespace, one GET of the inventory, one GET of Toolforge's
+//! `LimitRange`s and `ResourceQuota`s in the tool's namespace, one GET of the inventory (and of its parts, when it has them), one GET of Toolforge's
 //! image table and one GET of the local cluster's identity. All of them run concurrently, so reading costs one
 //! round trip. The workload LISTs are not filtered by label: an object of a job's name that is not ours must be
 //! seen to be reported as a conflict instead of failing the create.
@@ -14,10 +14,11 @@ use k8s_openapi::api::core::v1::{ConfigMap, LimitRange, ResourceQuota, Service};
 use kube::api::{Api, ListParams};
 use serde::de::DeserializeOwned;
 
+use crate::cluster::inventory;
 use crate::cluster::{is_forbidden, is_not_found, retry};
 use crate::plan::LiveState;
 use crate::render::context::{IMAGE_CONFIG_NAME, IMAGE_CONFIG_NAMESPACE};
-use crate::render::inventory::{self, Inventory, InventoryError};
+use crate::render::inventory::{Inventory, InventoryError};
 
 /// Everything read from the cluster for one plan.
 #[derive(Debug, Clone, Default)]
@@ -44,10 +45,12 @@ impl Snapshot {
 }
 
 /// The inventory as stored, with the resourceVersion a write must name (optimistic concurrency).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct StoredInventory {
     pub inventory: Inventory,
     pub resource_version: Option<String>,
+    /// The part `ConfigMap`s holding the record, when it is too big for the set ConfigMap.
+    pub parts: Vec<String>,
 }
 
 /// What the local cluster says about itself (its identity ConfigMap, SPEC §10).
@@ -124,20 +127,7 @@ pub async fn read(
             Unreadable::Missing,
         ),
     )?;
-    let inventory = inventory
-        .map(|config_map| {
-            let stored =
-                inventory::from_config_map(&config_map).map_err(|source| ReadError::Inventory {
-                    namespace: namespace.to_owned(),
-                    name: set_name.to_owned(),
-                    source,
-                })?;
-            Ok::<_, ReadError>(StoredInventory {
-                inventory: stored,
-                resource_version: config_map.metadata.resource_version,
-            })
-        })
-        .transpose()?;
+    let inventory = inventory::load(&config_maps, namespace, set_name, inventory).await?;
     Ok(Snapshot {
         live: LiveState {
             jobs,
@@ -186,7 +176,7 @@ where
 
 /// What a 403 on a ConfigMap means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Unreadable {
+pub(super) enum Unreadable {
     /// We must be able to read it (the inventory): an error.
     Error,
     /// Somebody else's, nice to have: as if it did not exist.
@@ -194,7 +184,7 @@ enum Unreadable {
 }
 
 /// A ConfigMap, `None` when it does not exist.
-async fn config_map(
+pub(super) async fn config_map(
     api: &Api<ConfigMap>,
     namespace: &str,
     name: &str,

@@ -170,6 +170,9 @@ pub struct PlannedAction {
     /// A scheduled job whose triggers changed runs once now: `apply` creates a Job from the CronJob's template.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub runs_now: bool,
+    /// What `apply` writes to the job's inventory record although its objects stay as they are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub records: Option<RecordUpdate>,
     /// Problems that make the writes fail, found before anything is touched (the namespace's `LimitRange`), in
     /// upstream's words.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -177,6 +180,17 @@ pub struct PlannedAction {
     /// The server-side dry run's verdict on the writes, when one was made (filled in by the shell; `None` here).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dry_run: Option<DryRun>,
+}
+
+/// What the inventory learns about a job whose objects are left alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "update", rename_all = "kebab-case")]
+pub enum RecordUpdate {
+    /// The live Job of the recorded run finished, and the record does not say so yet: once its TTL removes the
+    /// Job, the record is all that tells a success from a run nobody saw end.
+    Outcome { outcome: Outcome },
+    /// A one-off pruned within the retention is back in the file: its record, with its runs, is taken back.
+    Restore,
 }
 
 /// What happens to a job (SPEC §5).

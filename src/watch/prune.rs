@@ -69,6 +69,7 @@ mod tests {
             waits: Vec::new(),
             records_run: false,
             runs_now: false,
+            records: None,
             errors: Vec::new(),
             dry_run: None,
         }

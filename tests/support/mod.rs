@@ -8,7 +8,7 @@
     reason = "each test file uses the part of the harness it needs"
 )]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -19,6 +19,18 @@ use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, Outco
 pub const TOOL: &str = "mytool";
 pub const NAMESPACE: &str = "tool-mytool";
 const MS: Duration = Duration::from_millis(1);
+
+/// A `wait` one-off, `migrate`, and the continuous job `bot` it holds back until it succeeds.
+pub const MIGRATE_THEN_BOT: &str = "\
+- name: migrate
+  command: ./migrate.sh
+  image: bookworm
+  wait: true
+- name: bot
+  command: ./bot.py
+  image: python3.11
+  continuous: true
+";
 
 /// A running local cluster with the tool's namespace and a directory for the jobs file.
 pub struct Cluster {
@@ -44,30 +56,14 @@ impl Cluster {
 
     /// Pods follow `script`; Jobs' pods without a rule of their own succeed after 50 ms.
     pub async fn start_with(script: Script) -> Self {
-        let script = script
-            .label(
-                "app.kubernetes.io/component",
-                "jobs",
-                Outcome::Succeed { after: 50 * MS },
-            )
-            .restart_backoff(30 * MS);
         let cluster = LocalCluster::start(Options {
-            controllers: Some(Controllers {
-                job_backoff_base: 20 * MS,
-                job_backoff_cap: 100 * MS,
-                kubelet: Some(Kubelet::Scripted(script)),
-            }),
+            controllers: Some(controllers(script)),
             ..Options::default()
         })
         .await
         .expect("the local cluster starts");
         let client = cluster.client().expect("a client");
-        let namespace: Namespace =
-            serde_json::from_value(serde_json::json!({"metadata": {"name": NAMESPACE}})).unwrap();
-        Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &namespace)
-            .await
-            .expect("the namespace is created");
+        create_namespace(&client).await;
         let directory = tempfile::tempdir().unwrap();
         let kubeconfig = directory.path().join("kubeconfig");
         cluster.write_kubeconfig(&kubeconfig).unwrap();
@@ -86,30 +82,12 @@ impl Cluster {
 
     /// `toolforge-jobs ARGS --kubeconfig … --tool mytool -f jobs.yaml --no-color`, not started.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_toolforge-jobs"));
-        command
-            .args(args)
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .args(["--tool", TOOL, "--no-color", "-f"])
-            .arg(self.directory.path().join("jobs.yaml"))
-            .current_dir(self.directory.path())
-            .env_remove("RUST_LOG");
-        command
+        command(&self.kubeconfig, self.directory.path(), args)
     }
 
     /// Runs `toolforge-jobs ARGS …` (see [`Cluster::command`]) and waits for it.
     pub async fn run(&self, args: &[&str]) -> Run {
-        let mut command = self.command(args);
-        let output = tokio::task::spawn_blocking(move || command.output())
-            .await
-            .unwrap()
-            .expect("toolforge-jobs runs");
-        Run {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+        Run::of(self.command(args)).await
     }
 
     /// The inventory record (the JSON in the inventory ConfigMap of the default set).
@@ -132,7 +110,66 @@ impl Cluster {
     }
 }
 
+/// The controllers of the tests' clusters: pods follow `script`, Jobs' pods without a rule of their own
+/// succeed after 50 ms, and back-offs are short.
+pub fn controllers(script: Script) -> Controllers {
+    let script = script
+        .label(
+            "app.kubernetes.io/component",
+            "jobs",
+            Outcome::Succeed { after: 50 * MS },
+        )
+        .restart_backoff(30 * MS);
+    Controllers {
+        job_backoff_base: 20 * MS,
+        job_backoff_cap: 100 * MS,
+        kubelet: Some(Kubelet::Scripted(script)),
+    }
+}
+
+/// Creates the tool's namespace, unless it exists (a cluster restarted from its state file has it).
+pub async fn create_namespace(client: &kube::Client) {
+    let namespaces = Api::<Namespace>::all(client.clone());
+    if namespaces.get_opt(NAMESPACE).await.unwrap().is_some() {
+        return;
+    }
+    let namespace: Namespace =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": NAMESPACE}})).unwrap();
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("the namespace is created");
+}
+
+/// `toolforge-jobs ARGS --kubeconfig KUBECONFIG --tool mytool -f DIRECTORY/jobs.yaml --no-color`, run in
+/// `directory`, not started.
+pub fn command(kubeconfig: &Path, directory: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolforge-jobs"));
+    command
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--tool", TOOL, "--no-color", "-f"])
+        .arg(directory.join("jobs.yaml"))
+        .current_dir(directory)
+        .env_remove("RUST_LOG");
+    command
+}
+
 impl Run {
+    /// Runs `command` and waits for it.
+    pub async fn of(mut command: Command) -> Self {
+        let output = tokio::task::spawn_blocking(move || command.output())
+            .await
+            .unwrap()
+            .expect("toolforge-jobs runs");
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
     /// Fails the test with everything printed when the exit code is not `code`.
     #[track_caller]
     pub fn expect_code(&self, code: i32) -> &Self {
@@ -238,7 +275,8 @@ impl Cluster {
 }
 
 impl Background {
-    fn spawn(mut command: Command) -> Self {
+    /// Starts `command` (stdin and stdout closed), collecting its stderr.
+    pub fn spawn(mut command: Command) -> Self {
         use std::io::BufRead as _;
         let mut child = command
             .stdin(std::process::Stdio::null())
@@ -299,6 +337,13 @@ impl Background {
     /// Sends SIGINT, as Ctrl-C does.
     pub fn interrupt(&self) {
         self.signal("INT");
+    }
+
+    /// Sends SIGKILL and reaps the process: it ends at once, with no cleanup (its lock stays taken, its requests
+    /// in flight are cut off), as `kill -9` or a machine losing power ends it.
+    pub fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
     }
 
     fn signal(&self, name: &str) {

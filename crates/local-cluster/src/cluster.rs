@@ -31,7 +31,7 @@ use crate::clock::Clock;
 use crate::controller;
 use crate::controllers::{self, Controllers};
 use crate::event_ttl::EventTtl;
-use crate::faults::{Fault, Faults};
+use crate::faults::{Fault, Faults, Hold};
 use crate::kubeconfig::{self, UserCredentials};
 use crate::persist;
 use crate::store::Store;
@@ -365,6 +365,23 @@ impl LocalCluster {
     /// Makes matching requests fail (see [`Fault`]).
     pub fn inject_fault(&self, fault: Fault) {
         self.state.faults.add(fault);
+    }
+
+    /// Parks the matching request until [`Self::release_held`] (see [`Hold`]).
+    pub fn hold(&self, hold: Hold) {
+        self.state.faults.hold(hold);
+    }
+
+    /// Resolves once a request is parked by a [`Hold`]: its verb and resource. The client is then at exactly
+    /// that step (a crash test kills it there).
+    pub async fn held(&self) -> (String, String) {
+        self.state.faults.held().await
+    }
+
+    /// Lets every parked request go: one held before it was carried out is answered 503 without being carried
+    /// out, one held after gets its response.
+    pub fn release_held(&self) {
+        self.state.faults.release_held();
     }
 
     /// Delays every request by `latency` (zero turns it off).

@@ -61,7 +61,7 @@ pub use cluster::{
     credentials_directory, serve,
 };
 pub use controllers::Controllers;
-pub use faults::Fault;
+pub use faults::{Fault, Hold};
 pub use resources::{Propagation, RESOURCES, ResourceType, by_kind, find};
 pub use script::{Kubelet, Outcome, ProcessOptions, Script};
 pub use selector::{FieldSelector, LabelSelector};

@@ -14,9 +14,9 @@ use crate::plan::immutable;
 use crate::plan::live::{self, Live, Owner};
 use crate::plan::{
     Action, Delete, FORMAT_VERSION, FieldChange, ObjectKind, ObjectRef, Plan, PlanOptions,
-    PlannedAction, Propagation, Wait, Write, WriteVerb,
+    PlannedAction, Propagation, RecordUpdate, Wait, Write, WriteVerb,
 };
-use crate::render::inventory::{Inventory, JobRecord, Outcome};
+use crate::render::inventory::{Inventory, JobRecord, Outcome, Tombstone};
 use crate::render::limits::violations;
 use crate::render::{Kind, RenderContext, Rendered, labels, read_back_ref};
 use one_off::Barrier;
@@ -41,7 +41,15 @@ pub fn compute(
             continue;
         }
         let objects = index.get(&job.name).unwrap_or(&none);
-        let record = inventory.jobs.get(&job.name);
+        // A one-off pruned a while ago and put back: its runs still count (at most once per definition).
+        let tombstone = inventory
+            .pruned
+            .get(&job.name)
+            .filter(|tombstone| tombstone.record.kind == rendered.canonical.kind);
+        let record = inventory
+            .jobs
+            .get(&job.name)
+            .or(tombstone.map(|tombstone| &tombstone.record));
         let desired = Desired {
             job,
             rendered,
@@ -51,6 +59,11 @@ pub fn compute(
             options,
         };
         let mut action = desired.decide();
+        if let Some(tombstone) = tombstone
+            && !inventory.jobs.contains_key(&job.name)
+        {
+            restored(&mut action, tombstone);
+        }
         if failed_barrier.is_none() {
             match desired.barrier(&action) {
                 Some(Barrier::Failed) => failed_barrier = Some(actions.len()),
@@ -126,8 +139,25 @@ fn row(job: &str, kind: Kind, action: Action, reason: impl Into<String>) -> Plan
         waits: Vec::new(),
         records_run: false,
         runs_now: false,
+        records: None,
         errors: Vec::new(),
         dry_run: None,
+    }
+}
+
+/// A job decided from its tombstone: a run it needs is recorded on the restored record, and a definition that ran
+/// already has its record taken back without running.
+fn restored(action: &mut PlannedAction, tombstone: &Tombstone) {
+    if action.records_run {
+        return;
+    }
+    action.records = Some(RecordUpdate::Restore);
+    if matches!(action.action, Action::Done { .. }) {
+        action.reason = format!(
+            "ran before it was removed from the file ({}): {}",
+            tombstone.at.strftime("%Y-%m-%d %H:%M UTC"),
+            action.reason
+        );
     }
 }
 

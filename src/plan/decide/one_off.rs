@@ -4,6 +4,7 @@ use crate::config::job::JobKind;
 use crate::plan::Action;
 use crate::plan::ObjectKind;
 use crate::plan::PlannedAction;
+use crate::plan::RecordUpdate;
 use crate::plan::Wait;
 use crate::plan::WriteVerb;
 use crate::plan::decide::{Desired, ticked};
@@ -137,6 +138,11 @@ impl Desired<'_> {
             if last == Some(Outcome::Failed) {
                 action.hint = Some(self.retry_hint());
             }
+            if let Some(outcome) = live.finished
+                && self.recorded_outcome(record) == Some(Outcome::Unknown)
+            {
+                action.records = Some(RecordUpdate::Outcome { outcome });
+            }
             return action;
         }
         let changes = live
@@ -163,6 +169,16 @@ impl Desired<'_> {
         action.records_run = true;
         self.replace_object(&mut action, live);
         action
+    }
+
+    /// The outcome the record gives the last run with the desired fingerprint.
+    fn recorded_outcome(&self, record: &JobRecord) -> Option<Outcome> {
+        record
+            .runs
+            .iter()
+            .rev()
+            .find(|run| run.fingerprint == self.rendered.fingerprint)
+            .map(|run| run.outcome)
     }
 
     /// Whether the last run with the desired fingerprint was recorded without the UID of its Job.

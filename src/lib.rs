@@ -6,6 +6,7 @@
 //! - [`plan`]: desired jobs + live state + inventory → one action per job (pure);
 //! - [`cluster`]: the I/O shell that connects and reads the live state; apply/wait and watch follow (see
 //!   docs/architecture.md);
+//! - [`pipeline`]: the stages joined as a library, from a loaded file to a plan and its executor;
 //! - [`wait`]: the awaiters of `apply --wait`: watch a Job or a Deployment until it succeeded or failed, and report why;
 //! - [`cli`] is the edge: clap definitions and one file per command; [`output`] owns the terminal.
 //!
@@ -16,6 +17,7 @@ pub mod cli;
 pub mod cluster;
 pub mod config;
 pub mod output;
+pub mod pipeline;
 pub mod plan;
 pub mod render;
 pub mod status;

@@ -13,11 +13,12 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::apply::{Applied, Executor, Progress};
-use crate::cli::planning::{PlanArgs, Planned, Prepared, prepare};
+use crate::cli::planning::{PlanArgs, prepare};
 use crate::cli::{Error, GlobalArgs, OutputFormat, diff};
 use crate::cluster::embedded;
 use crate::cluster::lock::{self, Lock};
 use crate::output::{ExitStatus, Printer, plan as plan_view, progress};
+use crate::pipeline::{Planned, Prepared};
 use crate::plan::{Action, Plan};
 use crate::wait;
 
@@ -74,7 +75,7 @@ pub(crate) async fn run(
     };
     let mut planned = match prepare(global, &args.plan, args.dry_run, printer).await? {
         Prepared::Planned(planned) => *planned,
-        Prepared::Invalid => return Ok(ExitStatus::Invalid),
+        Prepared::Invalid(_) => return Ok(ExitStatus::Invalid),
     };
     // Nothing to write needs no lock: a no-op apply costs what a `diff` does. Otherwise plan again under the
     // lock, so that nobody changes what the plan was made from.
@@ -97,9 +98,9 @@ pub(crate) async fn run(
             args.wait_for_lock,
         )
         .await?;
-        if let Err(error) = planned.refresh(&args.plan).await {
+        if let Err(error) = planned.refresh(&args.plan.settings(false)).await {
             release(lock).await;
-            return Err(error);
+            return Err(error.into());
         }
         Some(lock)
     };

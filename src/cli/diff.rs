@@ -6,9 +6,10 @@
 //! refuses the plan, 1 when it cannot be carried out (a conflict, the namespace's limits or quota, the server's
 //! dry run) or on API errors, 2 on an invalid file.
 
-use crate::cli::planning::{PlanArgs, Prepared, prepare};
+use crate::cli::planning::{PlanArgs, prepare};
 use crate::cli::{Error, GlobalArgs, OutputFormat};
 use crate::output::{ExitStatus, Printer, plan as plan_view};
+use crate::pipeline::Prepared;
 use crate::plan::Plan;
 
 pub(crate) async fn run(
@@ -18,7 +19,7 @@ pub(crate) async fn run(
 ) -> Result<ExitStatus, Error> {
     let planned = match prepare(global, args, true, printer).await? {
         Prepared::Planned(planned) => planned,
-        Prepared::Invalid => return Ok(ExitStatus::Invalid),
+        Prepared::Invalid(_) => return Ok(ExitStatus::Invalid),
     };
     let plan = &planned.plan;
     match global.output {

@@ -4,7 +4,6 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::{Error, GlobalArgs};
 use crate::config::MAX_FILE_BYTES;
-use crate::render::fingerprint::matching_files;
 use crate::watch::files::read_regular;
 
 /// The path of the jobs file the command should use.
@@ -30,18 +29,4 @@ pub(crate) fn read(path: &Path) -> Result<Vec<u8>, Error> {
         path: path.to_owned(),
         source,
     })
-}
-
-/// Counts the regular files a `trigger-files` pattern matches relative to `directory`; an unreadable match
-/// counts as none, so validation reports the pattern.
-pub(crate) fn count_matches(directory: &Path, pattern: &str) -> usize {
-    matching_files(directory, pattern).map_or(0, |files| files.len())
-}
-
-/// The directory holding the jobs file: the base of `trigger-files` and, on the local cluster, the tool's home.
-pub(crate) fn directory_of(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
-        _ => PathBuf::from("."),
-    }
 }

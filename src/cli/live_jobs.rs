@@ -90,7 +90,7 @@ pub(crate) async fn read(global: &GlobalArgs) -> Result<Live, Error> {
     // On the local cluster without a tools directory, the home is the jobs file's directory, as for `diff`.
     let directory = jobs_file::locate(global).map_or_else(
         |_| PathBuf::from("."),
-        |path| jobs_file::directory_of(&path),
+        |path| crate::pipeline::source::directory_of(&path),
     );
     let directory = std::path::absolute(&directory).unwrap_or(directory);
     let context = cluster::render_context(

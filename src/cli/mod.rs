@@ -322,14 +322,12 @@ pub enum Error {
     Connect(#[from] crate::cluster::ConnectError),
     #[error(transparent)]
     Read(#[from] crate::cluster::ReadError),
-    #[error("cannot read the trigger files")]
-    TriggerFiles(#[from] crate::render::fingerprint::TriggerFilesError),
     #[error(transparent)]
     Context(#[from] crate::render::context::ContextError),
     #[error(transparent)]
     Render(#[from] crate::render::RenderError),
     #[error(transparent)]
-    DryRun(#[from] crate::cluster::dry_run::DryRunError),
+    Pipeline(#[from] crate::pipeline::Error),
     #[error(transparent)]
     Lock(#[from] crate::cluster::lock::LockError),
     #[error("the apply stopped")]
@@ -419,6 +417,7 @@ impl Error {
             | Error::UserTool { .. }
             | Error::Render(_)
             | Error::NotScheduled { .. } => ExitStatus::Invalid,
+            Error::Pipeline(error) if error.is_invalid_file() => ExitStatus::Invalid,
             Error::Lock(crate::cluster::lock::LockError::Held { .. })
             | Error::Watch(crate::watch::WatchError::LockLost) => ExitStatus::LockHeld,
             Error::ReadFile { .. }
@@ -426,9 +425,8 @@ impl Error {
             | Error::LocalCluster(_)
             | Error::Connect(_)
             | Error::Read(_)
-            | Error::TriggerFiles(_)
             | Error::Context(_)
-            | Error::DryRun(_)
+            | Error::Pipeline(_)
             | Error::Apply(_)
             | Error::Inventory(_)
             | Error::Namespace { .. }

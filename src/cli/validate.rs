@@ -7,6 +7,7 @@ use crate::config::diagnostic::render;
 use crate::config::image::ImageTable;
 use crate::config::{self, Context, JobKind, Problem, Severity, SourceFile, ToolName};
 use crate::output::{ExitStatus, Printer};
+use crate::pipeline::source;
 
 pub(crate) fn run(global: &GlobalArgs, printer: Printer) -> Result<ExitStatus, Error> {
     let path = jobs_file::locate(global)?;
@@ -17,8 +18,8 @@ pub(crate) fn run(global: &GlobalArgs, printer: Printer) -> Result<ExitStatus, E
         .ok();
     tracing::debug!(file = %path.display(), bytes = bytes.len(), tool = ?tool, "validating");
     let images = ImageTable::bundled();
-    let directory = jobs_file::directory_of(&path);
-    let count_trigger_files = |pattern: &str| jobs_file::count_matches(&directory, pattern);
+    let directory = source::directory_of(&path);
+    let count_trigger_files = |pattern: &str| source::count_matches(&directory, pattern);
     let context = Context {
         tool: tool.as_ref().map_or("", ToolName::as_str),
         images: &images,

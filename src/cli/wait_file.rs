@@ -27,7 +27,7 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use tokio::time::Instant;
 
 use crate::apply::{Event, EventKind, Progress as _, Target};
-use crate::cli::planning::{PlanArgs, Prepared, Source, plan_loaded};
+use crate::cli::planning;
 use crate::cli::status::lock_state;
 use crate::cli::{
     Error, GlobalArgs, OutputFormat, apply, connection, diff, jobs_file, live_jobs, wait,
@@ -37,6 +37,7 @@ use crate::cluster::{self, Connection};
 use crate::config::image::ImageTable;
 use crate::output::progress::{self, Reporter};
 use crate::output::{ExitStatus, Printer};
+use crate::pipeline::{self, PlanSettings, Prepared, Source};
 use crate::render::inventory::{self, ApplyRecord, ApplyResult, Inventory, ReconcileResult};
 use crate::status::duration;
 use crate::wait::{DeploymentTarget, JobTarget, Outcome};
@@ -55,7 +56,7 @@ pub(crate) async fn run(
     timeout: Duration,
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
-    let source = Source::locate(global)?;
+    let source = planning::locate(global)?;
     let bytes = jobs_file::read(&source.path)?;
     let connection = connection::connect(global).await?;
     let reporter = progress::reporter(global.output == OutputFormat::Json, printer);
@@ -327,22 +328,20 @@ impl Waiter<'_> {
                 return Ok(Planned::Done(ExitStatus::Invalid, problems));
             }
         };
-        let args = plan_args(&self.set_name);
-        let prepared = plan_loaded(
+        let prepared = pipeline::plan(
             self.connection.clone(),
             self.source.clone(),
             &self.bytes,
             file,
-            &args,
-            false,
-            self.printer,
+            &PlanSettings::of_set(&self.set_name),
+            self.printer.color(),
         )
         .await?;
         let planned = match prepared {
             Prepared::Planned(planned) => planned,
-            Prepared::Invalid => {
+            Prepared::Invalid(problems) => {
                 self.show(EventKind::Failed, "the file is invalid".to_owned());
-                return Ok(Planned::Done(ExitStatus::Invalid, String::new()));
+                return Ok(Planned::Done(ExitStatus::Invalid, problems));
             }
         };
         // An apply that ended between the watch's last event and the plan's read recorded itself there.
@@ -575,21 +574,6 @@ fn judge(inventory: Option<&Inventory>, hash: &str) -> Found {
         }
         (Some(record), _) => Found::Applied(record.clone()),
         (None, _) => Found::Nothing,
-    }
-}
-
-/// The plan's flags for a plain `diff` of set `set_name`.
-fn plan_args(set_name: &str) -> PlanArgs {
-    PlanArgs {
-        jobs: Vec::new(),
-        replace: Vec::new(),
-        retry_failed: false,
-        no_prune: false,
-        allow_mass_delete: false,
-        allow_empty: false,
-        set_name: set_name.to_owned(),
-        no_server_dry_run: true,
-        ignore_rerun_always: false,
     }
 }
 

@@ -20,7 +20,7 @@ use tokio::sync::watch as channel;
 
 use crate::apply::{Event, EventKind, Progress};
 use crate::cli::apply::parse_duration;
-use crate::cli::planning::{PlanArgs, Planned, Prepared, Source, plan_loaded};
+use crate::cli::planning;
 use crate::cli::{Error, GlobalArgs, jobs_file};
 use crate::cluster::inventory::InventoryStore;
 use crate::cluster::lock::{self, Lock, LockError};
@@ -30,7 +30,9 @@ use crate::config::JobsFile;
 use crate::config::diagnostic::render as render_problems;
 use crate::config::image::ImageTable;
 use crate::output::{ExitStatus, Printer};
+use crate::pipeline::{self, PlanSettings, Planned, Prepared, Source};
 use crate::plan::Action;
+use crate::plan::PlanOptions;
 use crate::render::context::DEFAULT_SET_NAME;
 use crate::render::inventory::{self, DaemonStatus, Outcome, Reconcile, ReconcileResult};
 use crate::watch::{self, Reconciler, Settings, Trigger, Verdict, restrict_prunes};
@@ -106,7 +108,7 @@ pub(crate) async fn run(
     };
     watch::logging::init(json, global.verbose, printer.color() && !json);
 
-    let source = Source::locate(global)?;
+    let source = planning::locate(global)?;
     let connection = crate::cli::connection::connect(global).await?;
     let namespace = source.tool.namespace();
     let identity = lock::identity("watch");
@@ -167,7 +169,7 @@ struct Daemon {
     /// Held from start to stop.
     lock: Lock,
     source: Source,
-    plan_args: PlanArgs,
+    settings: PlanSettings,
     printer: Printer,
     /// Whether the log is for people: diagnostics are drawn below the line instead of escaped into a field.
     human_log: bool,
@@ -295,16 +297,13 @@ impl Daemon {
             connection,
             lock,
             source,
-            plan_args: PlanArgs {
-                jobs: Vec::new(),
-                replace: Vec::new(),
-                retry_failed: false,
-                no_prune: args.no_prune,
-                allow_mass_delete: false,
-                allow_empty: false,
+            settings: PlanSettings {
                 set_name: args.set_name.clone(),
-                no_server_dry_run: true,
-                ignore_rerun_always: false,
+                options: PlanOptions {
+                    prune: !args.no_prune,
+                    ..PlanOptions::default()
+                },
+                server_dry_run: false,
             },
             printer,
             human_log: false,
@@ -363,27 +362,32 @@ impl Daemon {
             .collect();
         // `rerun: always` is once per apply the user asked for: the start and each change of the file. Drift
         // (our own writes among it), resyncs and retries must not run those jobs again.
-        self.plan_args.ignore_rerun_always = !matches!(trigger, Trigger::Start | Trigger::File);
-        let prepared = plan_loaded(
+        self.settings.options.ignore_rerun_always =
+            !matches!(trigger, Trigger::Start | Trigger::File);
+        let color = self.human_log && self.printer.color();
+        let prepared = pipeline::plan(
             self.connection.clone(),
             self.source.clone(),
             &bytes,
             file,
-            &self.plan_args,
-            false,
-            self.printer,
+            &self.settings,
+            color,
         )
         .await;
         let mut planned = match prepared {
             Ok(Prepared::Planned(planned)) => planned,
-            Ok(Prepared::Invalid) => {
+            Ok(Prepared::Invalid(problems)) => {
+                self.warn_with(
+                    "the jobs file is invalid with the cluster's image table: ignored",
+                    &problems,
+                );
                 return Ok(Attempt::new(
                     ReconcileResult::InvalidFile,
                     "the jobs file is invalid with the cluster's image table",
                 )
                 .of_file(&bytes));
             }
-            Err(error) => return Ok(failed(&error).of_file(&bytes)),
+            Err(error) => return Ok(failed(&error.into()).of_file(&bytes)),
         };
         self.restrict_prunes(&mut planned, &names);
         let deletes = planned
@@ -452,7 +456,7 @@ impl Daemon {
             self.warn_with("the jobs file has warnings", &warnings);
         }
         self.warned = Some(bytes.clone());
-        // Logged once; `plan_loaded` would print them at every reconcile.
+        // Logged once, not at every reconcile.
         file.warnings.clear();
         self.patterns = file
             .jobs
@@ -592,7 +596,7 @@ impl Daemon {
         InventoryStore::new(
             &self.connection.client,
             &self.source.tool.namespace(),
-            &self.plan_args.set_name,
+            &self.settings.set_name,
             stored,
         )
     }

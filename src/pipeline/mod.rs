@@ -1,0 +1,278 @@
+//! The pipeline as a library: from a loaded jobs file to a plan — read the live state, validate again against the
+//! cluster's image table, render, plan, check the quota, let the server dry-run the writes — and from a plan to
+//! the [`Executor`] that carries it out. It prints nothing: `diff`, `apply`, `watch` and `wait` show what it
+//! returns. The settings are built once from the command line ([`PlanSettings`]).
+
+pub mod source;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use source::Source;
+
+use crate::apply::{Executor, Options, Origin, Progress};
+use crate::cluster::inventory::InventoryStore;
+use crate::cluster::{self, Connection, ContextInputs, Passwd, Snapshot};
+use crate::config::diagnostic::render as render_problems;
+use crate::config::{Job, JobKind, JobsFile, ToolName};
+use crate::plan::{self, Action, Plan, PlanOptions};
+use crate::render::inventory;
+use crate::render::{self, Rendered, read_trigger_files};
+
+/// What shapes a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanSettings {
+    /// The inventory's name.
+    pub set_name: String,
+    pub options: PlanOptions,
+    /// Whether the server checks the planned writes with a dry run.
+    pub server_dry_run: bool,
+}
+
+impl PlanSettings {
+    /// A plain plan of set `set_name`: pruning, no server dry run.
+    pub fn of_set(set_name: &str) -> Self {
+        Self {
+            set_name: set_name.to_owned(),
+            options: PlanOptions::pruning(),
+            server_dry_run: false,
+        }
+    }
+}
+
+/// Why no plan could be made.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Read(#[from] cluster::ReadError),
+    #[error("cannot read the trigger files")]
+    TriggerFiles(#[from] render::fingerprint::TriggerFilesError),
+    #[error(transparent)]
+    Context(#[from] render::context::ContextError),
+    #[error(transparent)]
+    Render(#[from] render::RenderError),
+    #[error(transparent)]
+    DryRun(#[from] cluster::dry_run::DryRunError),
+}
+
+impl Error {
+    /// Whether the jobs file is at fault (it cannot be rendered), not the cluster.
+    pub fn is_invalid_file(&self) -> bool {
+        matches!(self, Error::Render(_))
+    }
+}
+
+/// How far [`plan`] got.
+pub enum Prepared {
+    Planned(Box<Planned>),
+    /// The file is invalid with the cluster's image table: its problems, rendered.
+    Invalid(String),
+}
+
+/// A plan and everything it was made from, for `diff` to show and `apply` to carry out.
+pub struct Planned {
+    pub connection: Connection,
+    pub namespace: String,
+    pub set_name: String,
+    tool: ToolName,
+    directory: PathBuf,
+    file: JobsFile,
+    /// [`inventory::content_hash`] of the file's content.
+    file_hash: String,
+    /// The file's jobs, rendered, in file order.
+    pub desired: Vec<(Job, Rendered)>,
+    pub snapshot: Snapshot,
+    pub plan: Plan,
+    /// The file's warnings, rendered, for the caller to show.
+    pub warnings: Option<String>,
+}
+
+impl Planned {
+    /// Reads the live state again and plans again: `apply` does so once it holds the lock, so that it carries
+    /// out a plan nobody else can invalidate.
+    pub async fn refresh(&mut self, settings: &PlanSettings) -> Result<(), Error> {
+        self.snapshot = Box::pin(cluster::read(
+            &self.connection.client,
+            &self.namespace,
+            &self.set_name,
+        ))
+        .await?;
+        let (desired, mut plan) = render_and_plan(
+            &self.file,
+            &self.snapshot,
+            settings,
+            &self.tool,
+            &self.directory,
+        )?;
+        plan::quota::check(&mut plan, &self.snapshot.live, &self.snapshot.quotas);
+        self.desired = desired;
+        self.plan = plan;
+        Ok(())
+    }
+}
+
+impl Planned {
+    /// Whether the cluster is not yet what the file says: a change, or an unchanged job whose inventory record is
+    /// missing (the inventory was deleted by hand; the objects still carry our labels).
+    pub fn differs(&self) -> bool {
+        let inventory = self.snapshot.inventory();
+        self.plan.has_changes()
+            || self.plan.actions.iter().any(|action| {
+                action.action == Action::Unchanged && !inventory.jobs.contains_key(&action.job)
+            })
+    }
+
+    /// Whether carrying out the plan writes anything: what [`Planned::differs`], or what the inventory learns
+    /// (a run's end, a pruned one-off's record taken back).
+    pub fn needs_writes(&self) -> bool {
+        self.differs()
+            || self
+                .plan
+                .actions
+                .iter()
+                .any(|action| action.records.is_some())
+    }
+
+    /// The executor that carries out this plan for the lock holder `by`: the rendered objects, each `wait`
+    /// one-off's timeout as its barrier's, the inventory as read, progress to `progress`.
+    pub fn executor(&self, by: &str, progress: Arc<dyn Progress>, concurrency: usize) -> Executor {
+        let rendered = self
+            .desired
+            .iter()
+            .map(|(job, rendered)| (job.name.clone(), rendered.clone()))
+            .collect();
+        let barrier_timeouts = self
+            .desired
+            .iter()
+            .filter_map(|(job, _)| match job.kind {
+                JobKind::OneOff {
+                    wait: Some(seconds),
+                    ..
+                } => Some((job.name.clone(), Duration::from_secs(seconds))),
+                _ => None,
+            })
+            .collect();
+        let inventory = InventoryStore::new(
+            &self.connection.client,
+            &self.namespace,
+            &self.set_name,
+            self.snapshot.inventory.clone(),
+        );
+        Executor::new(
+            self.connection.client.clone(),
+            &self.namespace,
+            self.snapshot.live.clone(),
+            rendered,
+            inventory,
+            progress,
+            Options {
+                concurrency,
+                barrier_timeouts,
+                origin: Some(Origin {
+                    by: by.to_owned(),
+                    file_hash: self.file_hash.clone(),
+                }),
+                ..Options::default()
+            },
+        )
+    }
+}
+
+/// From a file loaded with the bundled image table to a plan, over an open connection: read the live state,
+/// validate again when the cluster has its own image table, render, plan, check the quota, dry-run. The `watch`
+/// daemon calls it for every reconcile with its one connection. Problems and warnings are rendered in colour
+/// when `color`.
+pub async fn plan(
+    connection: Connection,
+    source: Source,
+    bytes: &[u8],
+    file: JobsFile,
+    settings: &PlanSettings,
+    color: bool,
+) -> Result<Prepared, Error> {
+    // `--namespace` names the tool (`tool-<tool>`); the tool names the namespace.
+    let namespace = source.tool.namespace();
+    // Nine requests in flight make a large future: keep it on the heap.
+    let snapshot = Box::pin(cluster::read(
+        &connection.client,
+        &namespace,
+        &settings.set_name,
+    ))
+    .await?;
+
+    // The cluster's image table decides; validate again only when it has its own.
+    let file = if snapshot.image_config.is_some() {
+        let images = cluster::context::image_table(&snapshot);
+        match source.load(bytes, &images, settings.options.allow_empty, color) {
+            Ok(file) => file,
+            Err(problems) => return Ok(Prepared::Invalid(problems)),
+        }
+    } else {
+        file
+    };
+    let warnings =
+        (!file.warnings.is_empty()).then(|| render_problems(&file.source, &file.warnings, color));
+
+    let Source {
+        tool, directory, ..
+    } = source;
+    let (desired, mut plan) = render_and_plan(&file, &snapshot, settings, &tool, &directory)?;
+    plan::quota::check(&mut plan, &snapshot.live, &snapshot.quotas);
+    if settings.server_dry_run {
+        cluster::dry_run::confirm(&connection.client, &namespace, &mut plan).await?;
+    }
+    Ok(Prepared::Planned(Box::new(Planned {
+        connection,
+        namespace,
+        set_name: settings.set_name.clone(),
+        tool,
+        directory,
+        file,
+        file_hash: inventory::content_hash(bytes),
+        desired,
+        snapshot,
+        plan,
+        warnings,
+    })))
+}
+
+/// Renders the file's jobs for the snapshot's cluster and plans them.
+fn render_and_plan(
+    file: &JobsFile,
+    snapshot: &Snapshot,
+    settings: &PlanSettings,
+    tool: &ToolName,
+    directory: &Path,
+) -> Result<(Vec<(Job, Rendered)>, Plan), Error> {
+    let patterns = file
+        .jobs
+        .iter()
+        .flat_map(|located| &located.job.trigger_files)
+        .map(String::as_str);
+    let trigger_files = read_trigger_files(directory, patterns)?;
+    let context = cluster::render_context(
+        snapshot,
+        ContextInputs {
+            tool,
+            set_name: &settings.set_name,
+            file_directory: directory,
+            trigger_files,
+            uids: &Passwd,
+        },
+    )?;
+    let jobs: Vec<Job> = file
+        .jobs
+        .iter()
+        .map(|located| located.job.clone())
+        .collect();
+    let desired = render::all(&jobs, &context)?;
+    let plan = plan::compute(
+        &desired,
+        &snapshot.live,
+        &snapshot.inventory(),
+        &context,
+        &settings.options,
+    );
+    Ok((desired, plan))
+}

@@ -12,14 +12,14 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::apply::{Applied, Executor, Progress};
+use crate::apply::Progress;
 use crate::cli::planning::{PlanArgs, prepare};
 use crate::cli::{Error, GlobalArgs, OutputFormat, diff};
 use crate::cluster::embedded;
 use crate::cluster::lock::{self, Lock};
 use crate::output::{ExitStatus, Printer, plan as plan_view, progress};
-use crate::pipeline::{Planned, Prepared};
-use crate::plan::{Action, Plan};
+use crate::pipeline::{self, CarriedOut, CarryOut, Planned, Prepared};
+use crate::plan::Action;
 use crate::wait;
 
 #[derive(Debug, Args)]
@@ -210,19 +210,21 @@ async fn carry_out(
         return Ok(ExitStatus::Refused);
     }
 
-    let mut executor = planned
-        .executor(
-            carrying.lock_holder,
-            Arc::clone(carrying.reporter) as Arc<dyn Progress>,
-            usize::from(args.concurrency),
-        )
-        .stopped_by(carrying.stopped);
-    if let Some(lost) = carrying.lock_lost {
-        executor = executor.stopped_by(lost);
-    }
-    let result = Box::pin(execute(&executor, plan, args.wait)).await;
+    let stops = std::iter::once(carrying.stopped)
+        .chain(carrying.lock_lost)
+        .collect();
+    let how = CarryOut {
+        by: carrying.lock_holder,
+        progress: Arc::clone(carrying.reporter) as Arc<dyn Progress>,
+        concurrency: usize::from(args.concurrency),
+        stops,
+        wait: args.wait,
+    };
+    let result = Box::pin(pipeline::carry_out(planned, how)).await;
     carrying.reporter.finish();
-    let (status, applied, unsuccessful) = result?;
+    let carried = result?;
+    let status = exit_status(&carried);
+    let (applied, unsuccessful) = (&carried.applied, carried.unsuccessful());
     let changing: Vec<&str> = plan
         .actions
         .iter()
@@ -340,45 +342,17 @@ pub(crate) fn held_message(barrier: &str) -> String {
     )
 }
 
-/// Carries the plan out and, with `--wait`, waits for what it started; the exit status, what was done, and the
-/// jobs `--wait` saw fail or time out.
-async fn execute(
-    executor: &Executor,
-    plan: &Plan,
-    wait: Option<Duration>,
-) -> Result<(ExitStatus, Applied, Vec<String>), Error> {
-    let mut applied = executor.execute(plan).await?;
-    let mut unsuccessful = Vec::new();
-    let status = if applied.interrupted {
+/// How carrying the plan out ended, before a barrier an earlier apply left is looked at.
+fn exit_status(carried: &CarriedOut) -> ExitStatus {
+    if carried.applied.interrupted {
         ExitStatus::Interrupted
-    } else if let Some((_, outcome)) = &applied.failed_barrier {
+    } else if let Some((_, outcome)) = &carried.applied.failed_barrier {
         crate::cli::wait::outcomes_status([outcome])
-    } else if let Some(wait) = wait {
-        let targets = executor.targets(&applied, &applied.barriers);
-        let jobs: Vec<String> = targets
-            .iter()
-            .map(|target| target.job().to_owned())
-            .collect();
-        let deadline = tokio::time::Instant::now() + wait;
-        let outcomes = Box::pin(executor.wait_for(targets, deadline)).await?;
-        if executor.is_stopped() {
-            applied.interrupted = true;
-            applied
-                .not_waited_for
-                .extend(jobs.into_iter().filter(|job| !outcomes.contains_key(job)));
-            ExitStatus::Interrupted
-        } else {
-            unsuccessful = outcomes
-                .iter()
-                .filter(|(_, outcome)| !outcome.is_success())
-                .map(|(job, _)| job.clone())
-                .collect();
-            crate::cli::wait::outcomes_status(outcomes.values())
-        }
+    } else if carried.waited {
+        crate::cli::wait::outcomes_status(carried.outcomes.values())
     } else {
         ExitStatus::Success
-    };
-    Ok((status, applied, unsuccessful))
+    }
 }
 
 /// Asks on a terminal; never confirmed without one.

@@ -330,8 +330,6 @@ pub enum Error {
     Pipeline(#[from] crate::pipeline::Error),
     #[error(transparent)]
     Lock(#[from] crate::cluster::lock::LockError),
-    #[error("the apply stopped")]
-    Apply(#[source] Box<crate::apply::ApplyError>),
     #[error(transparent)]
     Inventory(#[from] crate::cluster::inventory::InventoryWriteError),
     #[error("cannot create the namespace `{namespace}` on the local cluster")]
@@ -392,12 +390,6 @@ pub enum Error {
     Watch(#[from] crate::watch::WatchError),
 }
 
-impl From<crate::apply::ApplyError> for Error {
-    fn from(error: crate::apply::ApplyError) -> Self {
-        Error::Apply(Box::new(error))
-    }
-}
-
 impl Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
@@ -427,7 +419,6 @@ impl Error {
             | Error::Read(_)
             | Error::Context(_)
             | Error::Pipeline(_)
-            | Error::Apply(_)
             | Error::Inventory(_)
             | Error::Namespace { .. }
             | Error::NoSuchJob { .. }

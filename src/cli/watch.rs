@@ -30,7 +30,7 @@ use crate::config::JobsFile;
 use crate::config::diagnostic::render as render_problems;
 use crate::config::image::ImageTable;
 use crate::output::{ExitStatus, Printer};
-use crate::pipeline::{self, PlanSettings, Planned, Prepared, Source};
+use crate::pipeline::{self, CarryOut, PlanSettings, Planned, Prepared, Source};
 use crate::plan::Action;
 use crate::plan::PlanOptions;
 use crate::render::context::DEFAULT_SET_NAME;
@@ -557,13 +557,15 @@ impl Daemon {
             return Attempt::new(ReconcileResult::Unchanged, "nothing to change");
         }
 
-        let executor = planned
-            .executor(&self.status.holder, Arc::new(LogProgress), self.concurrency)
-            .stopped_by(stop)
-            .stopped_by(self.lock.lost());
-        let result = Box::pin(executor.execute(plan)).await;
-        let applied = match result {
-            Ok(applied) => applied,
+        let how = CarryOut {
+            by: &self.status.holder,
+            progress: Arc::new(LogProgress),
+            concurrency: self.concurrency,
+            stops: vec![stop, self.lock.lost()],
+            wait: None,
+        };
+        let applied = match Box::pin(pipeline::carry_out(planned, how)).await {
+            Ok(carried) => carried.applied,
             Err(error) => return failed(&Error::from(error)),
         };
         let mut message = format!(

@@ -3,12 +3,14 @@
 //! the [`Executor`] that carries it out. It prints nothing: `diff`, `apply`, `watch` and `wait` show what it
 //! returns. The settings are built once from the command line ([`PlanSettings`]).
 
+pub mod carry_out;
 pub mod source;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use carry_out::{CarriedOut, CarryOut, carry_out};
 pub use source::Source;
 
 use crate::apply::{Executor, Options, Origin, Progress};
@@ -54,6 +56,14 @@ pub enum Error {
     Render(#[from] render::RenderError),
     #[error(transparent)]
     DryRun(#[from] cluster::dry_run::DryRunError),
+    #[error("the apply stopped")]
+    Apply(#[source] Box<crate::apply::ApplyError>),
+}
+
+impl From<crate::apply::ApplyError> for Error {
+    fn from(error: crate::apply::ApplyError) -> Self {
+        Error::Apply(Box::new(error))
+    }
 }
 
 impl Error {
@@ -136,7 +146,7 @@ impl Planned {
 
     /// The executor that carries out this plan for the lock holder `by`: the rendered objects, each `wait`
     /// one-off's timeout as its barrier's, the inventory as read, progress to `progress`.
-    pub fn executor(&self, by: &str, progress: Arc<dyn Progress>, concurrency: usize) -> Executor {
+    fn executor(&self, by: &str, progress: Arc<dyn Progress>, concurrency: usize) -> Executor {
         let rendered = self
             .desired
             .iter()

@@ -10,7 +10,7 @@ use kube::api::{Api, ListParams};
 use support::{Cluster, NAMESPACE};
 use toolforge_jobs::cluster::inventory::{self, InventoryStore};
 use toolforge_jobs::render::Kind;
-use toolforge_jobs::render::inventory::{Inventory, JobRecord, Outcome, RunRecord};
+use toolforge_jobs::render::inventory::{Inventory, JobRecord, RunOutcome, RunRecord};
 
 const SET: &str = "toolforge-jobs";
 
@@ -30,7 +30,7 @@ fn one_offs(count: usize) -> Inventory {
                     job_uid: Some(format!("0b9c6a3e-5d2f-4c1e-9a7b-{index:012x}")),
                     started: "2026-12-01T12:00:00Z".parse().unwrap(),
                     finished: Some("2026-12-01T12:01:30Z".parse().unwrap()),
-                    outcome: Outcome::Succeeded,
+                    outcome: RunOutcome::Succeeded,
                 }],
             },
         );
@@ -129,7 +129,7 @@ async fn a_reader_whose_index_was_replaced_meanwhile_reads_the_new_record() {
     store
         .update(|inventory| {
             for record in inventory.jobs.values_mut() {
-                record.runs[0].outcome = Outcome::Failed;
+                record.runs[0].outcome = RunOutcome::Failed;
             }
         })
         .await
@@ -143,7 +143,7 @@ async fn a_reader_whose_index_was_replaced_meanwhile_reads_the_new_record() {
         read.inventory
             .jobs
             .values()
-            .all(|record| record.runs[0].outcome == Outcome::Failed)
+            .all(|record| record.runs[0].outcome == RunOutcome::Failed)
     );
     assert_eq!(read.inventory.jobs.len(), 300);
 }

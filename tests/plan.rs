@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use toolforge_jobs::config::image::ImageTable;
 use toolforge_jobs::config::{self, Job, SourceFile, ToolName};
 use toolforge_jobs::plan::{self, Action, Guard, LiveState, ObjectKind, Plan, PlanOptions};
-use toolforge_jobs::render::inventory::{Inventory, JobRecord, Outcome, RunRecord};
+use toolforge_jobs::render::inventory::{Inventory, JobRecord, RunOutcome, RunRecord};
 use toolforge_jobs::render::{self, Membership, RenderContext, Rendered, inventory};
 
 fn context() -> RenderContext {
@@ -160,7 +160,7 @@ fn record(rendered: &Rendered) -> JobRecord {
     }
 }
 
-fn run(rendered: &Rendered, outcome: Outcome) -> RunRecord {
+fn run(rendered: &Rendered, outcome: RunOutcome) -> RunRecord {
     RunRecord {
         fingerprint: rendered.fingerprint.clone(),
         job_uid: Some(format!("uid-{}-job", rendered.canonical.name)),
@@ -175,7 +175,7 @@ struct State {
     applied: &'static str,
     live: &'static [(&'static str, Transform)],
     recorded: &'static [&'static str],
-    runs: &'static [(&'static str, Outcome)],
+    runs: &'static [(&'static str, RunOutcome)],
 }
 
 fn build(state: &State) -> (LiveState, Inventory) {
@@ -373,7 +373,7 @@ const CASES: &[Case] = &[
             applied: MIGRATE,
             live: &[("migrate", succeeded)],
             recorded: &["migrate"],
-            runs: &[("migrate", Outcome::Succeeded)],
+            runs: &[("migrate", RunOutcome::Succeeded)],
         },
         file: MIGRATE_V2,
         options: pruning,
@@ -386,7 +386,7 @@ const CASES: &[Case] = &[
             applied: MIGRATE,
             live: &[],
             recorded: &["migrate"],
-            runs: &[("migrate", Outcome::Succeeded)],
+            runs: &[("migrate", RunOutcome::Succeeded)],
         },
         file: MIGRATE_V2,
         options: pruning,
@@ -399,7 +399,7 @@ const CASES: &[Case] = &[
             applied: MIGRATE,
             live: &[],
             recorded: &["migrate"],
-            runs: &[("migrate", Outcome::Succeeded)],
+            runs: &[("migrate", RunOutcome::Succeeded)],
         },
         file: MIGRATE_TRIGGER,
         options: pruning,
@@ -412,7 +412,7 @@ const CASES: &[Case] = &[
             applied: MIGRATE,
             live: &[],
             recorded: &["migrate"],
-            runs: &[("migrate", Outcome::Succeeded)],
+            runs: &[("migrate", RunOutcome::Succeeded)],
         },
         file: MIGRATE,
         options: pruning,
@@ -425,7 +425,7 @@ const CASES: &[Case] = &[
             applied: MIGRATE,
             live: &[],
             recorded: &["migrate"],
-            runs: &[("migrate", Outcome::Failed)],
+            runs: &[("migrate", RunOutcome::Failed)],
         },
         file: MIGRATE,
         options: pruning,
@@ -438,7 +438,7 @@ const CASES: &[Case] = &[
             applied: MIGRATE,
             live: &[],
             recorded: &["migrate"],
-            runs: &[("migrate", Outcome::Unknown)],
+            runs: &[("migrate", RunOutcome::Unknown)],
         },
         file: MIGRATE,
         options: pruning,
@@ -451,7 +451,7 @@ const CASES: &[Case] = &[
             applied: MIGRATE,
             live: &[],
             recorded: &["migrate"],
-            runs: &[("migrate", Outcome::Failed)],
+            runs: &[("migrate", RunOutcome::Failed)],
         },
         file: MIGRATE,
         options: || PlanOptions {
@@ -467,7 +467,7 @@ const CASES: &[Case] = &[
             applied: MIGRATE,
             live: &[],
             recorded: &["migrate"],
-            runs: &[("migrate", Outcome::Succeeded)],
+            runs: &[("migrate", RunOutcome::Succeeded)],
         },
         file: MIGRATE,
         options: || PlanOptions {
@@ -483,7 +483,7 @@ const CASES: &[Case] = &[
             applied: MIGRATE,
             live: &[("migrate", failed)],
             recorded: &["migrate"],
-            runs: &[("migrate", Outcome::Unknown)],
+            runs: &[("migrate", RunOutcome::Unknown)],
         },
         file: MIGRATE,
         options: || PlanOptions {
@@ -499,7 +499,7 @@ const CASES: &[Case] = &[
             applied: MIGRATE,
             live: &[("migrate", ours)],
             recorded: &["migrate"],
-            runs: &[("migrate", Outcome::Unknown)],
+            runs: &[("migrate", RunOutcome::Unknown)],
         },
         file: MIGRATE,
         options: pruning,
@@ -512,7 +512,7 @@ const CASES: &[Case] = &[
             applied: MIGRATE,
             live: &[("migrate", failed)],
             recorded: &["migrate"],
-            runs: &[("migrate", Outcome::Unknown)],
+            runs: &[("migrate", RunOutcome::Unknown)],
         },
         file: MIGRATE,
         options: pruning,
@@ -525,7 +525,7 @@ const CASES: &[Case] = &[
             applied: MIGRATE,
             live: &[],
             recorded: &["migrate"],
-            runs: &[("migrate", Outcome::Succeeded)],
+            runs: &[("migrate", RunOutcome::Succeeded)],
         },
         file: MIGRATE,
         options: || PlanOptions {
@@ -557,7 +557,7 @@ const CASES: &[Case] = &[
             applied: MIGRATE_ALWAYS,
             live: &[],
             recorded: &["migrate"],
-            runs: &[("migrate", Outcome::Succeeded)],
+            runs: &[("migrate", RunOutcome::Succeeded)],
         },
         file: MIGRATE_ALWAYS,
         options: || PlanOptions {
@@ -573,7 +573,7 @@ const CASES: &[Case] = &[
             applied: MIGRATE_ALWAYS,
             live: &[],
             recorded: &["migrate"],
-            runs: &[("migrate", Outcome::Succeeded)],
+            runs: &[("migrate", RunOutcome::Succeeded)],
         },
         file: MIGRATE_ALWAYS,
         options: pruning,
@@ -802,7 +802,7 @@ const CASES: &[Case] = &[
             applied: WAIT_THEN_BOT,
             live: &[("migrate", failed)],
             recorded: &["migrate"],
-            runs: &[("migrate", Outcome::Failed)],
+            runs: &[("migrate", RunOutcome::Failed)],
         },
         file: WAIT_THEN_BOT,
         options: pruning,
@@ -815,7 +815,7 @@ const CASES: &[Case] = &[
             applied: WAIT_THEN_BOT_NIGHTLY,
             live: &[("bot", ours), ("nightly", ours)],
             recorded: &["migrate", "bot", "nightly"],
-            runs: &[("migrate", Outcome::Failed)],
+            runs: &[("migrate", RunOutcome::Failed)],
         },
         file: "- name: migrate\n  command: ./migrate.sh\n  image: python3.11\n  wait: true\n\
 - name: bot\n  command: ./bot.py\n  image: python3.11\n  continuous: true\n  mem: 1Gi\n",
@@ -833,7 +833,7 @@ const CASES: &[Case] = &[
             applied: WAIT_THEN_BOT,
             live: &[],
             recorded: &["migrate"],
-            runs: &[("migrate", Outcome::Failed)],
+            runs: &[("migrate", RunOutcome::Failed)],
         },
         file: WAIT_THEN_BOT,
         options: || PlanOptions {
@@ -849,7 +849,7 @@ const CASES: &[Case] = &[
             applied: WAIT_THEN_BOT,
             live: &[("migrate", failed)],
             recorded: &["migrate"],
-            runs: &[("migrate", Outcome::Failed)],
+            runs: &[("migrate", RunOutcome::Failed)],
         },
         file: WAIT_V2_THEN_BOT,
         options: pruning,
@@ -862,7 +862,7 @@ const CASES: &[Case] = &[
             applied: WAIT_THEN_BOT,
             live: &[("migrate", ours)],
             recorded: &["migrate"],
-            runs: &[("migrate", Outcome::Unknown)],
+            runs: &[("migrate", RunOutcome::Unknown)],
         },
         file: WAIT_THEN_BOT,
         options: pruning,
@@ -875,7 +875,7 @@ const CASES: &[Case] = &[
             applied: MIGRATE,
             live: &[],
             recorded: &["migrate"],
-            runs: &[("migrate", Outcome::Failed)],
+            runs: &[("migrate", RunOutcome::Failed)],
         },
         file: "- name: migrate\n  command: ./migrate.sh\n  image: python3.11\n\
 - name: bot\n  command: ./bot.py\n  image: python3.11\n  continuous: true\n",
@@ -951,7 +951,7 @@ fn a_failed_one_off_says_how_to_run_it_again() {
         applied: MIGRATE,
         live: &[],
         recorded: &["migrate"],
-        runs: &[("migrate", Outcome::Failed)],
+        runs: &[("migrate", RunOutcome::Failed)],
     };
     let plan = plan_of(&state, MIGRATE, &pruning());
     assert_eq!(
@@ -967,7 +967,7 @@ fn held_jobs_write_nothing_and_name_the_failed_barrier() {
         applied: WAIT_THEN_BOT_NIGHTLY,
         live: &[("nightly", ours)],
         recorded: &["migrate", "nightly"],
-        runs: &[("migrate", Outcome::Failed)],
+        runs: &[("migrate", RunOutcome::Failed)],
     };
     let plan = plan_of(&state, WAIT_THEN_BOT, &pruning());
     assert_eq!(plan.held_by(), Some("migrate"));
@@ -1021,7 +1021,7 @@ fn held_jobs_write_nothing_and_name_the_failed_barrier() {
         applied: WAIT_THEN_BOT,
         live: &[("migrate", ours)],
         recorded: &["migrate"],
-        runs: &[("migrate", Outcome::Unknown)],
+        runs: &[("migrate", RunOutcome::Unknown)],
     };
     let plan = plan_of(&running, WAIT_THEN_BOT, &pruning());
     assert_eq!(plan.held_by(), None);
@@ -1037,7 +1037,7 @@ fn replacing_a_one_off_deletes_the_old_job_first_and_waits_for_it() {
         applied: MIGRATE,
         live: &[("migrate", succeeded)],
         recorded: &["migrate"],
-        runs: &[("migrate", Outcome::Succeeded)],
+        runs: &[("migrate", RunOutcome::Succeeded)],
     };
     let plan = plan_of(&state, MIGRATE_V2, &pruning());
     let action = &plan.actions[0];
@@ -1297,7 +1297,7 @@ fn counts_sum_to_the_actions() {
         applied: ALL,
         live: &[("bot", ours), ("nightly", ours)],
         recorded: &["bot", "nightly", "migrate"],
-        runs: &[("migrate", Outcome::Succeeded)],
+        runs: &[("migrate", RunOutcome::Succeeded)],
     };
     let plan = plan_of(
         &state,
@@ -1317,7 +1317,7 @@ fn the_json_plan_is_stable() {
         applied: ALL,
         live: &[("bot", ours), ("nightly", ours)],
         recorded: &["bot", "nightly", "migrate"],
-        runs: &[("migrate", Outcome::Failed)],
+        runs: &[("migrate", RunOutcome::Failed)],
     };
     let file = "- name: bot\n  command: ./bot.py\n  image: python3.11\n  continuous: true\n  mem: 1Gi\n\
 - name: migrate\n  command: ./migrate.sh\n  image: python3.11\n\
@@ -1336,7 +1336,7 @@ fn the_text_plan_shows_rows_changes_yaml_diffs_and_quota() {
         applied: ALL,
         live: &[("bot", mem_edited), ("nightly", ours)],
         recorded: &["bot", "nightly", "migrate"],
-        runs: &[("migrate", Outcome::Failed)],
+        runs: &[("migrate", RunOutcome::Failed)],
     };
     let file = "- name: bot\n  command: ./bot.py\n  image: python3.11\n  continuous: true\n  mem: 1Gi\n\
 - name: nightly\n  command: ./nightly.sh\n  image: bookworm\n  schedule: \"5 3 * * *\"\n\
@@ -1479,7 +1479,7 @@ proptest! {
                     let rendered = &name_variants[*variant].1;
                     let mut job_record = record(rendered);
                     if let Some(outcome) = run_outcome {
-                        let outcome = [Outcome::Succeeded, Outcome::Failed, Outcome::Unknown][*outcome];
+                        let outcome = [RunOutcome::Succeeded, RunOutcome::Failed, RunOutcome::Unknown][*outcome];
                         job_record.runs.push(run(rendered, outcome));
                     }
                     inventory.jobs.insert(rendered.canonical.name.clone(), job_record);
@@ -1582,14 +1582,14 @@ fn going_back_to_a_definition_that_already_ran_does_not_run_it_again() {
     let v2 = &jobs(MIGRATE_V2)[0].1;
     let mut inventory = Inventory::default();
     let mut job_record = record(v2);
-    job_record.runs = vec![run(v1, Outcome::Succeeded), run(v2, Outcome::Unknown)];
+    job_record.runs = vec![run(v1, RunOutcome::Succeeded), run(v2, RunOutcome::Unknown)];
     inventory.jobs.insert("migrate".to_owned(), job_record);
     let live = LiveState::from_json(live_objects(v2, ours)).unwrap();
     let plan = plan::compute(&jobs(MIGRATE), &live, &inventory, &context(), &pruning());
     assert_eq!(
         plan.actions[0].action,
         Action::Done {
-            outcome: Outcome::Succeeded
+            outcome: RunOutcome::Succeeded
         }
     );
     assert!(plan.actions[0].deletes.is_empty());
@@ -1638,7 +1638,7 @@ fn plans_a_thousand_jobs_quickly() {
     for (job, rendered) in &desired {
         objects.extend(live_objects(rendered, ours));
         let mut job_record = record(rendered);
-        job_record.runs.push(run(rendered, Outcome::Succeeded));
+        job_record.runs.push(run(rendered, RunOutcome::Succeeded));
         inventory.jobs.insert(job.name.clone(), job_record);
     }
     let live = LiveState::from_json(objects).unwrap();

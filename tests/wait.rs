@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 use toolforge_jobs::wait::{
     self, Cause, ContainerState, DeploymentTarget, FailureReport, JobTarget, LogSource, Outcome,
-    Phase, Progress, Termination,
+    Phase, Termination, WaitProgress,
 };
 use toolforge_local_cluster::{
     Controllers, Fault, Kubelet, LocalCluster, Options, Outcome as Run, Script,
@@ -86,14 +86,14 @@ async fn wait_job(
     client: &Client,
     target: &JobTarget,
     patience: Duration,
-) -> (Outcome, Vec<Progress>, Duration) {
+) -> (Outcome, Vec<WaitProgress>, Duration) {
     let started = Instant::now();
     let mut seen = Vec::new();
     let outcome = Box::pin(wait::job(
         client,
         target,
         started + patience,
-        &mut |p: &Progress| {
+        &mut |p: &WaitProgress| {
             seen.push(p.clone());
         },
     ))
@@ -107,11 +107,11 @@ async fn wait_job(
 async fn wait_job_and(
     client: &Client,
     target: &JobTarget,
-    when: impl Fn(&Progress) -> bool,
+    when: impl Fn(&WaitProgress) -> bool,
     meanwhile: impl Future<Output = ()>,
 ) -> Outcome {
     let reached = tokio::sync::Notify::new();
-    let mut record = |p: &Progress| {
+    let mut record = |p: &WaitProgress| {
         if when(p) {
             reached.notify_one();
         }
@@ -378,7 +378,7 @@ async fn a_job_whose_pods_are_refused_by_quota_fails_with_the_failed_create_mess
             .await
             .expect("event created");
     };
-    let suspended = |p: &Progress| p.message == "the Job is suspended";
+    let suspended = |p: &WaitProgress| p.message == "the Job is suspended";
     let outcome = wait_job_and(&client, &target, suspended, refuse).await;
     let report = failure(outcome);
     assert_eq!(
@@ -536,7 +536,7 @@ async fn apply_deployment(
 async fn wait_deployment(
     client: &Client,
     target: &DeploymentTarget,
-) -> (Outcome, Vec<Progress>, Duration) {
+) -> (Outcome, Vec<WaitProgress>, Duration) {
     let started = Instant::now();
     let mut seen = Vec::new();
     let outcome = Box::pin(wait::deployment_settling(
@@ -544,7 +544,7 @@ async fn wait_deployment(
         target,
         SETTLE,
         started + PATIENCE,
-        &mut |p: &Progress| {
+        &mut |p: &WaitProgress| {
             seen.push(p.clone());
         },
     ))
@@ -568,7 +568,7 @@ async fn a_deployment_rollout_succeeds_only_once_our_generation_is_fully_availab
     cluster.inject_fault(Fault::new("get", "deployments", 500, 1));
     let observing = tokio::sync::Notify::new();
     let mut progress = Vec::new();
-    let mut record = |p: &Progress| {
+    let mut record = |p: &WaitProgress| {
         if p.phase == Phase::Observing {
             observing.notify_one();
         }

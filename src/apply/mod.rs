@@ -28,7 +28,7 @@ use crate::cluster::inventory::{InventoryStore, InventoryWriteError};
 use crate::plan::{Action, LiveState, Plan, PlannedAction, RecordUpdate, Wait};
 use crate::render::Rendered;
 use crate::render::inventory::{
-    ApplyRecord, ApplyResult, Inventory, JobRecord, Outcome, Rollout, RunRecord,
+    ApplyRecord, ApplyResult, Inventory, JobRecord, Rollout, RunOutcome, RunRecord,
 };
 
 pub use event::{Event, EventKind, Progress};
@@ -92,7 +92,7 @@ pub struct Applied {
 /// Why an apply stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
-    #[error("job `{job}` ({action}): {source}")]
+    #[error("job `{job}` ({action})")]
     Action {
         job: String,
         action: &'static str,
@@ -373,7 +373,7 @@ impl Executor {
     /// Records the outcome of one-off runs once they are known.
     pub async fn record_outcomes(
         &self,
-        outcomes: &BTreeMap<String, Outcome>,
+        outcomes: &BTreeMap<String, RunOutcome>,
     ) -> Result<(), InventoryWriteError> {
         if outcomes.is_empty() {
             return Ok(());
@@ -443,7 +443,7 @@ impl Executor {
                         job_uid: None,
                         started,
                         finished: None,
-                        outcome: Outcome::Unknown,
+                        outcome: RunOutcome::Unknown,
                     };
                     match record.runs.last_mut() {
                         // The update runs again on a conflict, also when our own first write went through (a
@@ -454,7 +454,7 @@ impl Executor {
                         Some(last)
                             if last.fingerprint == run.fingerprint
                                 && last.job_uid.is_none()
-                                && last.outcome == Outcome::Unknown =>
+                                && last.outcome == RunOutcome::Unknown =>
                         {
                             *last = run;
                         }
@@ -616,7 +616,7 @@ mod tests {
             job_uid: Some(format!("u{second}")),
             started: jiff::Timestamp::from_second(1_700_000_000 + second).unwrap(),
             finished: None,
-            outcome: Outcome::Succeeded,
+            outcome: RunOutcome::Succeeded,
         }
     }
 

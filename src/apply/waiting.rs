@@ -9,7 +9,7 @@ use futures::StreamExt as _;
 use tokio::time::Instant;
 
 use super::{Applied, ApplyError, Event, EventKind, Executor};
-use crate::render::inventory::Outcome as RunOutcome;
+use crate::render::inventory::RunOutcome;
 use crate::wait::{self, DeploymentTarget, JobTarget, Outcome};
 
 /// Awaiters in flight at once; each holds a few watches.
@@ -118,7 +118,7 @@ impl Executor {
         deadline: Instant,
     ) -> Result<Outcome, wait::WaitError> {
         let job = target.job().to_owned();
-        let mut progress = |progress: &wait::Progress| {
+        let mut progress = |progress: &wait::WaitProgress| {
             self.progress
                 .event(Event::new(&job, EventKind::Waiting, progress.summary()));
         };

@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, DeleteParams, Preconditions};
 use serde::de::DeserializeOwned;
 
-use crate::cli::live_jobs::{self, Live, LiveJob};
+use crate::cli::live_jobs::{self, LiveJob, LiveNamespace};
 use crate::cli::{Error, GlobalArgs};
 use crate::cluster;
 use crate::cluster::inventory::InventoryStore;
@@ -54,7 +54,11 @@ pub(crate) async fn flush(global: &GlobalArgs, printer: Printer) -> Result<ExitS
 }
 
 /// Deletes `jobs` under the tool's lock.
-async fn delete(live: &Live, jobs: &[LiveJob], printer: Printer) -> Result<ExitStatus, Error> {
+async fn delete(
+    live: &LiveNamespace,
+    jobs: &[LiveJob],
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
     let lock = lock::acquire(
         &live.connection.client,
         &live.namespace,
@@ -70,7 +74,7 @@ async fn delete(live: &Live, jobs: &[LiveJob], printer: Printer) -> Result<ExitS
 }
 
 async fn delete_locked(
-    live: &Live,
+    live: &LiveNamespace,
     jobs: &[LiveJob],
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
@@ -145,7 +149,7 @@ where
 }
 
 /// Drops the deleted jobs' records from the inventories that have them.
-async fn forget(live: &Live, jobs: &[LiveJob]) -> Result<(), Error> {
+async fn forget(live: &LiveNamespace, jobs: &[LiveJob]) -> Result<(), Error> {
     let mut by_set: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for job in jobs {
         let set = job

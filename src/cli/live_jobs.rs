@@ -21,7 +21,7 @@ use crate::render::{CanonicalJob, LiveObject, ReadBack, RenderContext, labels, r
 use crate::status::{self, Related, Status, StatusJson};
 
 /// The tool's namespace as read, with the context to read its objects back.
-pub(crate) struct Live {
+pub(crate) struct LiveNamespace {
     pub(crate) connection: Connection,
     pub(crate) namespace: String,
     pub(crate) snapshot: Snapshot,
@@ -59,7 +59,7 @@ pub(crate) async fn snapshot(global: &GlobalArgs) -> Result<(Connection, String,
 }
 
 /// Connects and reads the tool's namespace (see the module documentation).
-pub(crate) async fn read(global: &GlobalArgs) -> Result<Live, Error> {
+pub(crate) async fn read(global: &GlobalArgs) -> Result<LiveNamespace, Error> {
     let (tool, connection, namespace) = connect(global).await?;
     let client = &connection.client;
     let framework = ListParams::default().labels(&format!(
@@ -103,7 +103,7 @@ pub(crate) async fn read(global: &GlobalArgs) -> Result<Live, Error> {
             uids: &Passwd,
         },
     )?;
-    Ok(Live {
+    Ok(LiveNamespace {
         connection,
         namespace,
         snapshot,
@@ -114,7 +114,7 @@ pub(crate) async fn read(global: &GlobalArgs) -> Result<Live, Error> {
     })
 }
 
-impl Live {
+impl LiveNamespace {
     /// The jobs, sorted by name. An object that cannot be read back is reported in the log and left out.
     pub(crate) fn jobs(&self) -> Vec<LiveJob> {
         let live = &self.snapshot.live;

@@ -16,7 +16,7 @@ use futures::{AsyncBufReadExt as _, StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, LogParams};
 
-use crate::cli::live_jobs::{self, Live, LiveJob};
+use crate::cli::live_jobs::{self, LiveJob, LiveNamespace};
 use crate::cli::{Error, GlobalArgs};
 use crate::output::{ExitStatus, Printer};
 use crate::status::{self, Related};
@@ -153,7 +153,7 @@ fn last_lines(text: &str, count: Option<usize>) -> String {
 
 /// The pods' logs through the API, every pod's in turn, or all of them at once with `--follow`.
 async fn pod_logs(
-    live: &Live,
+    live: &LiveNamespace,
     job: &LiveJob,
     args: &LogsArgs,
     printer: Printer,

@@ -17,7 +17,7 @@ use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 
-use crate::cli::live_jobs::{self, Live};
+use crate::cli::live_jobs::{self, LiveNamespace};
 use crate::cli::{Error, GlobalArgs};
 use crate::cluster::FIELD_MANAGER;
 use crate::output::{ExitStatus, Printer};
@@ -90,7 +90,7 @@ fn post_params() -> PostParams {
     }
 }
 
-async fn rolling_restart(live: &Live, deployment: &Deployment) -> Result<(), Error> {
+async fn rolling_restart(live: &LiveNamespace, deployment: &Deployment) -> Result<(), Error> {
     let name = deployment.metadata.name.clone().unwrap_or_default();
     let patch = serde_json::json!({"spec": {"template": {"metadata": {"annotations": {
         RESTARTED_AT: jiff::Timestamp::now().to_string()
@@ -107,7 +107,7 @@ async fn rolling_restart(live: &Live, deployment: &Deployment) -> Result<(), Err
 }
 
 /// Deletes the CronJob's running runs and creates a run from its template; the new Job's name.
-async fn run_now(live: &Live, cron_job: &CronJob) -> Result<String, Error> {
+async fn run_now(live: &LiveNamespace, cron_job: &CronJob) -> Result<String, Error> {
     let cron_name = cron_job.metadata.name.clone().unwrap_or_default();
     let cron_uid = cron_job.metadata.uid.clone().unwrap_or_default();
     let jobs: Api<KubeJob> = Api::namespaced(live.connection.client.clone(), &live.namespace);
@@ -168,7 +168,7 @@ async fn run_now(live: &Live, cron_job: &CronJob) -> Result<String, Error> {
 }
 
 /// Deletes the one-off's Job and creates it again from the same spec.
-async fn rerun(live: &Live, job: &KubeJob) -> Result<(), Error> {
+async fn rerun(live: &LiveNamespace, job: &KubeJob) -> Result<(), Error> {
     let jobs: Api<KubeJob> = Api::namespaced(live.connection.client.clone(), &live.namespace);
     delete_job(&jobs, &job.metadata).await?;
     let mut spec = job.spec.clone().unwrap_or_default();

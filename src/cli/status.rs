@@ -25,7 +25,7 @@ use crate::cluster::lock::LEASE_NAME;
 use crate::cluster::{self, ReadError};
 use crate::output::{ExitStatus, Printer};
 use crate::render::context::DEFAULT_SET_NAME;
-use crate::render::inventory::{ApplyRecord, ApplyResult, Inventory, Outcome};
+use crate::render::inventory::{ApplyRecord, ApplyResult, Inventory, RunOutcome};
 use crate::render::{LiveObject, labels};
 use crate::status::{self, Related, Short, duration};
 
@@ -217,7 +217,7 @@ async fn live_outcomes(
     if state
         .runs
         .iter()
-        .all(|run| run.outcome != Outcome::Unknown.name())
+        .all(|run| run.outcome != RunOutcome::Unknown.name())
     {
         return Ok(());
     }
@@ -265,7 +265,7 @@ async fn live_outcomes(
         .filter_map(|job| Some((job.metadata.uid.as_deref()?, job)))
         .collect();
     for run in &mut state.runs {
-        if run.outcome != Outcome::Unknown.name() {
+        if run.outcome != RunOutcome::Unknown.name() {
             continue;
         }
         let Some(job) = run.uid.as_deref().and_then(|uid| uids.get(uid)) else {
@@ -275,9 +275,9 @@ async fn live_outcomes(
         run.outcome = match status::of(&object, related, now).short {
             Short::Pending => "pending",
             Short::Running => "running",
-            Short::Succeeded => Outcome::Succeeded.name(),
-            Short::Failed => Outcome::Failed.name(),
-            Short::Unknown => Outcome::Unknown.name(),
+            Short::Succeeded => RunOutcome::Succeeded.name(),
+            Short::Failed => RunOutcome::Failed.name(),
+            Short::Unknown => RunOutcome::Unknown.name(),
         };
     }
     Ok(())

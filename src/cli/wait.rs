@@ -20,7 +20,7 @@ use kube::api::Api;
 use kube::runtime::{WatchStreamExt as _, watcher};
 
 use crate::cli::apply::parse_duration;
-use crate::cli::live_jobs::{self, Live, LiveJob};
+use crate::cli::live_jobs::{self, LiveJob, LiveNamespace};
 use crate::cli::{Error, GlobalArgs, wait_file};
 use crate::output::{ExitStatus, Printer};
 use crate::render::LiveObject;
@@ -133,7 +133,7 @@ pub(crate) async fn run(
 
 /// The first Job owned by `cron_job` that was not among the listed ones; `None` when `deadline` passes first.
 async fn next_run(
-    live: &Live,
+    live: &LiveNamespace,
     cron_job: &CronJob,
     deadline: tokio::time::Instant,
 ) -> Result<Option<KubeJob>, Error> {
@@ -204,7 +204,7 @@ pub(crate) async fn await_one(
         Awaited::Job(target) => (&target.job, "complete", "completed"),
         Awaited::Deployment(target) => (&target.job, "roll out", "rolled out (running)"),
     };
-    let mut progress = |progress: &wait::Progress| {
+    let mut progress = |progress: &wait::WaitProgress| {
         // Progress is a courtesy: a closed stderr must not stop the wait.
         let _ = printer.message(&format!("job '{name}': {progress}\n"));
     };

@@ -511,7 +511,7 @@ impl Waiter<'_> {
     async fn wait_one(&self, target: &Target) -> Result<Outcome, Error> {
         let client = &self.connection.client;
         let job = target.job().to_owned();
-        let mut progress = |progress: &crate::wait::Progress| {
+        let mut progress = |progress: &crate::wait::WaitProgress| {
             self.reporter
                 .event(Event::new(&job, EventKind::Waiting, progress.summary()));
         };

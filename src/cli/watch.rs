@@ -34,7 +34,7 @@ use crate::pipeline::{self, CarryOut, PlanSettings, Planned, Prepared, Source};
 use crate::plan::Action;
 use crate::plan::PlanOptions;
 use crate::render::context::DEFAULT_SET_NAME;
-use crate::render::inventory::{self, DaemonStatus, Outcome, Reconcile, ReconcileResult};
+use crate::render::inventory::{self, DaemonStatus, Reconcile, ReconcileResult, RunOutcome};
 use crate::watch::{self, Reconciler, Settings, Trigger, Verdict, restrict_prunes};
 
 #[derive(Debug, Args)]
@@ -256,7 +256,7 @@ impl Reconciler for Daemon {
         verdict
     }
 
-    async fn finished(&mut self, job: &str, uid: &str, outcome: Outcome) {
+    async fn finished(&mut self, job: &str, uid: &str, outcome: RunOutcome) {
         tracing::info!(job, outcome = outcome.name(), "one-off finished");
         let at = jiff::Timestamp::now();
         let mut store = self.inventory_store(None);
@@ -267,7 +267,7 @@ impl Reconciler for Daemon {
                     .get_mut(job)
                     .and_then(|record| record.runs.last_mut())
                     && run.job_uid.as_deref() == Some(uid)
-                    && run.outcome == Outcome::Unknown
+                    && run.outcome == RunOutcome::Unknown
                 {
                     run.outcome = outcome;
                     run.finished = Some(at);

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::plan::{ObjectKind, ObjectRef};
-use crate::render::inventory::Outcome;
+use crate::render::inventory::RunOutcome;
 use crate::render::{LiveRef, Membership, labels};
 
 /// The live objects of the tool's namespace, as listed (one LIST per kind). Objects without the jobs framework's
@@ -87,7 +87,7 @@ pub(crate) struct Live<'a> {
     /// The workload, for read-back (`None` for Services).
     pub(crate) workload: Option<LiveRef<'a>>,
     /// A finished Job's outcome, from its conditions.
-    pub(crate) finished: Option<Outcome>,
+    pub(crate) finished: Option<RunOutcome>,
 }
 
 /// Every live object, by name then kind.
@@ -168,7 +168,7 @@ pub(crate) fn index<'a>(state: &'a LiveState, membership: &Membership) -> Index<
 }
 
 /// `Complete`/`SuccessCriteriaMet` → succeeded, `Failed`/`FailureTarget` → failed, else still running (`None`).
-fn job_outcome(job: &KubeJob) -> Option<Outcome> {
+fn job_outcome(job: &KubeJob) -> Option<RunOutcome> {
     let conditions = job.status.as_ref()?.conditions.as_ref()?;
     let holds = |types: &[&str]| {
         conditions.iter().any(|condition| {
@@ -176,9 +176,9 @@ fn job_outcome(job: &KubeJob) -> Option<Outcome> {
         })
     };
     if holds(&["Failed", "FailureTarget"]) {
-        Some(Outcome::Failed)
+        Some(RunOutcome::Failed)
     } else if holds(&["Complete", "SuccessCriteriaMet"]) {
-        Some(Outcome::Succeeded)
+        Some(RunOutcome::Succeeded)
     } else {
         None
     }
@@ -198,19 +198,19 @@ mod tests {
             (serde_json::json!([]), None),
             (
                 serde_json::json!([{"type": "Complete", "status": "True"}]),
-                Some(Outcome::Succeeded),
+                Some(RunOutcome::Succeeded),
             ),
             (
                 serde_json::json!([{"type": "SuccessCriteriaMet", "status": "True"}]),
-                Some(Outcome::Succeeded),
+                Some(RunOutcome::Succeeded),
             ),
             (
                 serde_json::json!([{"type": "Failed", "status": "True"}]),
-                Some(Outcome::Failed),
+                Some(RunOutcome::Failed),
             ),
             (
                 serde_json::json!([{"type": "FailureTarget", "status": "True"}]),
-                Some(Outcome::Failed),
+                Some(RunOutcome::Failed),
             ),
             (
                 serde_json::json!([{"type": "Complete", "status": "False"}]),

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::render::Kind;
-use crate::render::inventory::Outcome;
+use crate::render::inventory::RunOutcome;
 
 pub use decide::compute;
 pub use live::LiveState;
@@ -188,7 +188,7 @@ pub struct PlannedAction {
 pub enum RecordUpdate {
     /// The live Job of the recorded run finished, and the record does not say so yet: once its TTL removes the
     /// Job, the record is all that tells a success from a run nobody saw end.
-    Outcome { outcome: Outcome },
+    Outcome { outcome: RunOutcome },
     /// A one-off pruned within the retention is back in the file: its record, with its runs, is taken back.
     Restore,
 }
@@ -211,7 +211,7 @@ pub enum Action {
     /// A one-off already ran with this fingerprint; nothing to do.
     Done {
         /// How the last run with this fingerprint ended.
-        outcome: Outcome,
+        outcome: RunOutcome,
     },
     /// A live object drifted from what we applied (edited or deleted by hand): written again.
     Repair,

@@ -273,26 +273,26 @@ pub struct RunRecord {
         with = "optional_timestamp"
     )]
     pub finished: Option<jiff::Timestamp>,
-    pub outcome: Outcome,
+    pub outcome: RunOutcome,
 }
 
 /// How a run ended, as far as we know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Outcome {
+pub enum RunOutcome {
     Succeeded,
     Failed,
     /// Still running, or nobody saw the end (the Job was cleaned up before we looked).
     Unknown,
 }
 
-impl Outcome {
+impl RunOutcome {
     /// The outcome's name, as the JSON forms write it.
     pub fn name(self) -> &'static str {
         match self {
-            Outcome::Succeeded => "succeeded",
-            Outcome::Failed => "failed",
-            Outcome::Unknown => "unknown",
+            RunOutcome::Succeeded => "succeeded",
+            RunOutcome::Failed => "failed",
+            RunOutcome::Unknown => "unknown",
         }
     }
 }
@@ -832,14 +832,14 @@ mod tests {
                         job_uid: Some("0b9c6a3e-5d2f-4c1e-9a7b-2f1d3c4b5a69".to_owned()),
                         started: "2026-11-30T12:00:00Z".parse().unwrap(),
                         finished: Some("2026-11-30T12:01:30Z".parse().unwrap()),
-                        outcome: Outcome::Failed,
+                        outcome: RunOutcome::Failed,
                     },
                     RunRecord {
                         fingerprint: "d".repeat(64),
                         job_uid: None,
                         started: "2026-11-30T13:00:00Z".parse().unwrap(),
                         finished: None,
-                        outcome: Outcome::Unknown,
+                        outcome: RunOutcome::Unknown,
                     },
                 ],
             },

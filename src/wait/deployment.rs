@@ -20,8 +20,8 @@ use tokio::time::Instant;
 
 use super::observe::{Decision, LogRequest, Observed, Selectors, Step, Watches};
 use super::pods;
-use super::report::{self, Cause, ContainerState, FailureReport, MAX_PODS, Workload};
-use super::{DeploymentTarget, Outcome, Phase, Progress, ROLLOUT_SETTLE, WaitError};
+use super::report::{self, Cause, ContainerState, FailureReport, MAX_PODS, TargetKind};
+use super::{DeploymentTarget, Outcome, Phase, ROLLOUT_SETTLE, WaitError, WaitProgress};
 
 /// The annotation with which the Deployment controller numbers a Deployment's and its `ReplicaSet`s' revisions.
 const REVISION: &str = "deployment.kubernetes.io/revision";
@@ -35,7 +35,7 @@ pub async fn deployment(
     client: &Client,
     target: &DeploymentTarget,
     deadline: Instant,
-    progress: &mut dyn FnMut(&Progress),
+    progress: &mut dyn FnMut(&WaitProgress),
 ) -> Result<Outcome, WaitError> {
     deployment_settling(client, target, ROLLOUT_SETTLE, deadline, progress).await
 }
@@ -46,7 +46,7 @@ pub async fn deployment_settling(
     target: &DeploymentTarget,
     settle: Duration,
     deadline: Instant,
-    progress: &mut dyn FnMut(&Progress),
+    progress: &mut dyn FnMut(&WaitProgress),
 ) -> Result<Outcome, WaitError> {
     let started = Instant::now();
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &target.namespace);
@@ -54,7 +54,7 @@ pub async fn deployment_settling(
     let found = match read(&deployments, &target.name, deadline).await {
         Ok(Some(found)) => found,
         Ok(None) => {
-            return Ok(Outcome::TimedOut(Progress {
+            return Ok(Outcome::TimedOut(WaitProgress {
                 phase: Phase::Watching,
                 message: format!("reading Deployment `{}`", target.name),
                 elapsed: started.elapsed(),
@@ -379,7 +379,7 @@ fn failed(
 fn report(target: &DeploymentTarget, cause: Cause) -> FailureReport {
     FailureReport {
         job: target.job.clone(),
-        workload: Workload::Deployment,
+        workload: TargetKind::Deployment,
         object: target.name.clone(),
         cause,
         pods: Vec::new(),

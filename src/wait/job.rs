@@ -15,8 +15,8 @@ use tokio::time::Instant;
 
 use super::observe::{Decision, LogRequest, Observed, Selectors, Step, Watches, last_seen};
 use super::pods;
-use super::report::{self, Cause, FailureReport, MAX_PODS, Workload};
-use super::{JobTarget, Outcome, Phase, Progress, WaitError};
+use super::report::{self, Cause, FailureReport, MAX_PODS, TargetKind};
+use super::{JobTarget, Outcome, Phase, WaitError, WaitProgress};
 
 /// Waits until the Job `target` (by UID) finished, failed, vanished, or `deadline` passed; `progress` gets each
 /// change of phase or message. A failure's report includes the last lines of the failing pod's log (or of
@@ -25,7 +25,7 @@ pub async fn job(
     client: &Client,
     target: &JobTarget,
     deadline: Instant,
-    progress: &mut dyn FnMut(&Progress),
+    progress: &mut dyn FnMut(&WaitProgress),
 ) -> Result<Outcome, WaitError> {
     let started = Instant::now();
     let watches = Watches::open(
@@ -177,10 +177,10 @@ fn where_it_stands(job: &Job, live: &[&Pod]) -> (Phase, String) {
 }
 
 /// How a Job ended, in the inventory's terms; `None` while it runs. The `watch` daemon records it.
-pub fn finished(job: &Job) -> Option<crate::render::inventory::Outcome> {
+pub fn finished(job: &Job) -> Option<crate::render::inventory::RunOutcome> {
     terminal(job).map(|terminal| match terminal {
-        Terminal::Succeeded => crate::render::inventory::Outcome::Succeeded,
-        Terminal::Failed(_) => crate::render::inventory::Outcome::Failed,
+        Terminal::Succeeded => crate::render::inventory::RunOutcome::Succeeded,
+        Terminal::Failed(_) => crate::render::inventory::RunOutcome::Failed,
     })
 }
 
@@ -243,7 +243,7 @@ fn failed(observed: &Observed, target: &JobTarget, cause: Cause) -> Decision {
     Decision::Failed(
         Box::new(FailureReport {
             job: target.job.clone(),
-            workload: Workload::Job,
+            workload: TargetKind::Job,
             object: target.name.clone(),
             cause,
             pods: problems,

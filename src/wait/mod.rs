@@ -12,7 +12,7 @@
 //! Warning Events, the last [`LOG_TAIL_LINES`] lines of the log and where the full log is.
 //!
 //! This module decides nothing about what to apply and prints nothing: progress goes to the caller's callback as
-//! [`Progress`] values, and the outcome is returned. Inside: `observe` keeps what the watches saw and drives the
+//! [`WaitProgress`] values, and the outcome is returned. Inside: `observe` keeps what the watches saw and drives the
 //! loop, `job` and `deployment` judge it (pure), `pods` reads container states, `report` builds the failure report.
 
 mod deployment;
@@ -28,8 +28,8 @@ use std::time::Duration;
 pub use deployment::{deployment, deployment_settling};
 pub use job::{finished, job};
 pub use report::{
-    Cause, ContainerState, FailureReport, LogLocation, LogSource, LogTail, PodProblem, Termination,
-    WarningEvent, Workload,
+    Cause, ContainerState, FailureReport, LogLocation, LogSource, LogTail, PodProblem, TargetKind,
+    Termination, WarningEvent,
 };
 
 /// A Job's container waiting in `CrashLoopBackOff` (or `RunContainerError`) after this many restarts fails the wait
@@ -90,7 +90,7 @@ pub enum Outcome {
     /// It failed, or it cannot succeed without a change (an early failure), or it was deleted before it finished.
     Failed(Box<FailureReport>),
     /// The deadline passed first; the last progress says what it was still waiting for.
-    TimedOut(Progress),
+    TimedOut(WaitProgress),
 }
 
 impl Outcome {
@@ -102,7 +102,7 @@ impl Outcome {
 
 /// Where a wait stands, given to the progress callback whenever the phase or the message changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Progress {
+pub struct WaitProgress {
     /// The coarse state, for a table column.
     pub phase: Phase,
     /// What is happening, for a person: "pod `backup-x7k2` is running", "1 of 2 updated replicas are available".
@@ -111,14 +111,14 @@ pub struct Progress {
     pub elapsed: Duration,
 }
 
-impl Progress {
+impl WaitProgress {
     /// The phase and the message, without the time: for a row whose time is shown beside it.
     pub fn summary(&self) -> String {
         format!("{}: {}", self.phase, self.message)
     }
 }
 
-impl fmt::Display for Progress {
+impl fmt::Display for WaitProgress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,

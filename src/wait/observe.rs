@@ -27,7 +27,7 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
 use super::report::FailureReport;
-use super::{Phase, Progress, WaitError};
+use super::{Phase, WaitError, WaitProgress};
 use crate::cluster::connect::unreachable_server;
 
 /// The objects of one kind a watch has seen, by UID.
@@ -304,16 +304,16 @@ impl Watches {
     /// Feeds the watches into [`Observed`] and asks `judge` after every change, until it decides or `deadline`
     /// passes. A [`Step::Settle`] becomes [`Decision::Succeeded`] once the judge has said so of the same pods for
     /// `settle` without a change in between that it judged otherwise, and one more read of the pods agrees.
-    /// `progress` gets every new [`Progress`], its time counted from `started`.
+    /// `progress` gets every new [`WaitProgress`], its time counted from `started`.
     pub(crate) async fn drive(
         mut self,
         started: Instant,
         deadline: Instant,
         settle: Duration,
-        progress: &mut dyn FnMut(&Progress),
+        progress: &mut dyn FnMut(&WaitProgress),
         judge: impl Fn(&Observed) -> Step,
     ) -> Result<Finish, WaitError> {
-        let mut last = Progress {
+        let mut last = WaitProgress {
             phase: Phase::Watching,
             message: "reading the current state".to_owned(),
             elapsed: started.elapsed(),
@@ -387,7 +387,7 @@ impl Watches {
                 }
             };
             if (phase, message.as_str()) != (last.phase, last.message.as_str()) {
-                last = Progress {
+                last = WaitProgress {
                     phase,
                     message,
                     elapsed: started.elapsed(),
@@ -567,7 +567,7 @@ pub(crate) struct LogRequest {
 #[derive(Debug)]
 pub(crate) enum Finish {
     Done(Decision),
-    TimedOut(Progress),
+    TimedOut(WaitProgress),
 }
 
 #[cfg(test)]

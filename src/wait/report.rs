@@ -28,7 +28,7 @@ pub struct FailureReport {
     /// The job's name in jobs.yaml.
     pub job: String,
     /// The kind of object waited for.
-    pub workload: Workload,
+    pub workload: TargetKind,
     /// The object's name.
     pub object: String,
     /// Why.
@@ -47,18 +47,18 @@ pub struct FailureReport {
 
 /// The kind of object a wait was for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Workload {
+pub enum TargetKind {
     /// A one-off job's Job.
     Job,
     /// A continuous job's Deployment.
     Deployment,
 }
 
-impl fmt::Display for Workload {
+impl fmt::Display for TargetKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Workload::Job => "Job",
-            Workload::Deployment => "Deployment",
+            TargetKind::Job => "Job",
+            TargetKind::Deployment => "Deployment",
         })
     }
 }
@@ -273,8 +273,8 @@ impl FailureReport {
 
     fn write(&self, f: &mut fmt::Formatter<'_>, with_job: bool) -> fmt::Result {
         let failed = match self.workload {
-            Workload::Job => "failed",
-            Workload::Deployment => "did not roll out",
+            TargetKind::Job => "failed",
+            TargetKind::Deployment => "did not roll out",
         };
         if with_job {
             write!(f, "job `{}` ", self.job)?;
@@ -567,7 +567,7 @@ mod tests {
     fn report(cause: Cause) -> FailureReport {
         FailureReport {
             job: "backup".to_owned(),
-            workload: Workload::Job,
+            workload: TargetKind::Job,
             object: "backup".to_owned(),
             cause,
             pods: Vec::new(),
@@ -637,7 +637,7 @@ mod tests {
             pod: "web-abc-x".to_owned(),
             reason: "CrashLoopBackOff".to_owned(),
         });
-        failed.workload = Workload::Deployment;
+        failed.workload = TargetKind::Deployment;
         failed.pods.push(PodProblem {
             pod: "web-abc-x".to_owned(),
             container: "web".to_owned(),

@@ -26,7 +26,7 @@ use kube::{Resource, ResourceExt as _};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::render::inventory::Outcome;
+use crate::render::inventory::RunOutcome;
 use crate::render::labels::{MANAGED_BY, MANAGED_BY_VALUE};
 
 /// What one object looks like, as far as drift goes: a hash of its identity, spec, labels and annotations.
@@ -41,7 +41,7 @@ pub(super) enum Change {
     Finished {
         job: String,
         uid: String,
-        outcome: Outcome,
+        outcome: RunOutcome,
     },
 }
 
@@ -51,7 +51,7 @@ struct Object {
     name: String,
     signature: Signature,
     /// A finished Job: its UID and how it ended.
-    finished: Option<(String, Outcome)>,
+    finished: Option<(String, RunOutcome)>,
 }
 
 /// One watcher's item.
@@ -84,7 +84,7 @@ fn kind<K>(
     client: &kube::Client,
     namespace: &str,
     kind: &'static str,
-    finished: fn(&K) -> Option<Outcome>,
+    finished: fn(&K) -> Option<RunOutcome>,
 ) -> BoxStream<'static, Item>
 where
     K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
@@ -121,7 +121,7 @@ fn map_seen<K, T>(seen: Seen<K>, f: impl Fn(K) -> T) -> Seen<T> {
 /// The object as far as the daemon cares, or `None` for a Job a CronJob started.
 fn observe<K: Resource + Serialize>(
     object: &K,
-    finished: fn(&K) -> Option<Outcome>,
+    finished: fn(&K) -> Option<RunOutcome>,
 ) -> Option<Object> {
     if object
         .owner_references()
@@ -294,12 +294,12 @@ mod tests {
         let finished = Some(Object {
             name: "migrate".to_owned(),
             signature: 1,
-            finished: Some(("u1".to_owned(), Outcome::Failed)),
+            finished: Some(("u1".to_owned(), RunOutcome::Failed)),
         });
         let reported = vec![Change::Finished {
             job: "migrate".to_owned(),
             uid: "u1".to_owned(),
-            outcome: Outcome::Failed,
+            outcome: RunOutcome::Failed,
         }];
         known.see("Job", Seen::Init);
         assert_eq!(
@@ -328,7 +328,10 @@ mod tests {
         );
         let after = observe(&job, crate::wait::finished).unwrap();
         assert_eq!(after.signature, before.signature);
-        assert_eq!(after.finished, Some(("u1".to_owned(), Outcome::Succeeded)));
+        assert_eq!(
+            after.finished,
+            Some(("u1".to_owned(), RunOutcome::Succeeded))
+        );
         job.metadata.generation = Some(2);
         assert_ne!(
             observe(&job, crate::wait::finished).unwrap().signature,

@@ -29,7 +29,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::cluster::retry::backoff_between;
-use crate::render::inventory::Outcome;
+use crate::render::inventory::RunOutcome;
 
 pub use prune::restrict_prunes;
 
@@ -86,7 +86,7 @@ pub trait Reconciler {
     ) -> impl Future<Output = Verdict>;
 
     /// Records that the Job `uid` of one-off `job` finished with `outcome` (if it is the job's last run).
-    fn finished(&mut self, job: &str, uid: &str, outcome: Outcome) -> impl Future<Output = ()>;
+    fn finished(&mut self, job: &str, uid: &str, outcome: RunOutcome) -> impl Future<Output = ()>;
 
     /// The `trigger-files` patterns of the file last loaded, relative to its directory: changes to matching
     /// files set off a reconcile too.

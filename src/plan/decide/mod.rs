@@ -16,7 +16,7 @@ use crate::plan::{
     Action, Delete, FORMAT_VERSION, FieldChange, ObjectKind, ObjectRef, Plan, PlanOptions,
     PlannedAction, Propagation, RecordUpdate, Wait, Write, WriteVerb,
 };
-use crate::render::inventory::{Inventory, JobRecord, Outcome, Tombstone};
+use crate::render::inventory::{Inventory, JobRecord, RunOutcome, Tombstone};
 use crate::render::limits::violations;
 use crate::render::{Kind, RenderContext, Rendered, labels, read_back_ref};
 use one_off::Barrier;
@@ -493,7 +493,7 @@ impl Desired<'_> {
     }
 
     /// Why the user asked for this job to run again, if they did.
-    fn requested_rerun(&self, last: Option<Outcome>) -> Option<String> {
+    fn requested_rerun(&self, last: Option<RunOutcome>) -> Option<String> {
         if self.options.replace.iter().any(|name| name == self.name()) {
             return Some("`--replace` asked for it".to_owned());
         }
@@ -511,7 +511,7 @@ impl Desired<'_> {
         {
             return Some("`rerun: always`".to_owned());
         }
-        (self.options.retry_failed && last == Some(Outcome::Failed))
+        (self.options.retry_failed && last == Some(RunOutcome::Failed))
             .then(|| "`--retry-failed`: the last run failed".to_owned())
     }
 

@@ -10,7 +10,7 @@ use crate::plan::WriteVerb;
 use crate::plan::decide::{Desired, ticked};
 use crate::plan::immutable;
 use crate::plan::live::Live;
-use crate::render::inventory::{JobRecord, Outcome};
+use crate::render::inventory::{JobRecord, RunOutcome};
 use crate::render::{LiveRef, read_back_ref};
 
 /// What a `wait` one-off that does not run now means for the jobs after it (SPEC §7: they are applied only
@@ -31,7 +31,7 @@ impl Desired<'_> {
         match action.action {
             // Nobody saw how its run ended (an apply died while it ran): not a success, so it holds too.
             Action::Done {
-                outcome: Outcome::Failed | Outcome::Unknown,
+                outcome: RunOutcome::Failed | RunOutcome::Unknown,
             } => Some(Barrier::Failed),
             Action::Unchanged => {
                 let live = self.objects.get(&ObjectKind::Job)?;
@@ -40,7 +40,7 @@ impl Desired<'_> {
                     None => live.finished,
                 };
                 match (live.finished, last) {
-                    (_, Some(Outcome::Failed)) => Some(Barrier::Failed),
+                    (_, Some(RunOutcome::Failed)) => Some(Barrier::Failed),
                     (None, _) => Some(Barrier::Running),
                     (Some(_), _) => None,
                 }
@@ -50,7 +50,7 @@ impl Desired<'_> {
     }
 
     /// How the last run with the desired fingerprint ended; a live Job's conditions tell what the record may not.
-    fn last_run(&self, record: &JobRecord, live: Option<&Live<'_>>) -> Option<Outcome> {
+    fn last_run(&self, record: &JobRecord, live: Option<&Live<'_>>) -> Option<RunOutcome> {
         let fingerprint = &self.rendered.fingerprint;
         let run = record
             .runs
@@ -63,10 +63,10 @@ impl Desired<'_> {
             })
             .and_then(|live| live.finished);
         match (run, live_outcome) {
-            (Some(run), Some(outcome)) if run.outcome == Outcome::Unknown => Some(outcome),
+            (Some(run), Some(outcome)) if run.outcome == RunOutcome::Unknown => Some(outcome),
             (Some(run), _) => Some(run.outcome),
             (None, Some(outcome)) => Some(outcome),
-            (None, None) if record.fingerprint == *fingerprint => Some(Outcome::Unknown),
+            (None, None) if record.fingerprint == *fingerprint => Some(RunOutcome::Unknown),
             (None, None) => None,
         }
     }
@@ -79,7 +79,7 @@ impl Desired<'_> {
                 (Some(reason), _) => self.rerun(reason),
                 // Its Job is created suspended and only resumed once its UID is recorded: a run without a UID
                 // and without a live Job never started (an apply died between the two), whatever the TTL did.
-                (None, Some(Outcome::Unknown)) if self.unconfirmed(record) => self.rerun(
+                (None, Some(RunOutcome::Unknown)) if self.unconfirmed(record) => self.rerun(
                     "its run was recorded but its Job never created (an apply stopped): runs now"
                         .to_owned(),
                 ),
@@ -135,11 +135,11 @@ impl Desired<'_> {
                 Some(outcome) => run_reason(Some(outcome)),
             };
             let mut action = self.row(Action::Unchanged, reason);
-            if last == Some(Outcome::Failed) {
+            if last == Some(RunOutcome::Failed) {
                 action.hint = Some(self.retry_hint());
             }
             if let Some(outcome) = live.finished
-                && self.recorded_outcome(record) == Some(Outcome::Unknown)
+                && self.recorded_outcome(record) == Some(RunOutcome::Unknown)
             {
                 action.records = Some(RecordUpdate::Outcome { outcome });
             }
@@ -172,7 +172,7 @@ impl Desired<'_> {
     }
 
     /// The outcome the record gives the last run with the desired fingerprint.
-    fn recorded_outcome(&self, record: &JobRecord) -> Option<Outcome> {
+    fn recorded_outcome(&self, record: &JobRecord) -> Option<RunOutcome> {
         record
             .runs
             .iter()
@@ -188,7 +188,7 @@ impl Desired<'_> {
             .iter()
             .rev()
             .find(|run| run.fingerprint == self.rendered.fingerprint)
-            .is_some_and(|run| run.job_uid.is_none() && run.outcome == Outcome::Unknown)
+            .is_some_and(|run| run.job_uid.is_none() && run.outcome == RunOutcome::Unknown)
     }
 
     fn retry_hint(&self) -> String {
@@ -205,9 +205,9 @@ impl Desired<'_> {
         action
     }
 
-    fn done(&self, outcome: Outcome) -> PlannedAction {
+    fn done(&self, outcome: RunOutcome) -> PlannedAction {
         let mut action = self.row(Action::Done { outcome }, run_reason(Some(outcome)));
-        if outcome == Outcome::Failed {
+        if outcome == RunOutcome::Failed {
             action.hint = Some(self.retry_hint());
         }
         action
@@ -222,11 +222,11 @@ fn is_suspended(live: &Live<'_>) -> bool {
 }
 
 /// What the run record says, for humans.
-fn run_reason(outcome: Option<Outcome>) -> &'static str {
+fn run_reason(outcome: Option<RunOutcome>) -> &'static str {
     match outcome {
-        Some(Outcome::Succeeded) => "ran with this definition: succeeded",
-        Some(Outcome::Failed) => "ran with this definition: failed",
-        Some(Outcome::Unknown) | None => "ran with this definition: outcome unknown",
+        Some(RunOutcome::Succeeded) => "ran with this definition: succeeded",
+        Some(RunOutcome::Failed) => "ran with this definition: failed",
+        Some(RunOutcome::Unknown) | None => "ran with this definition: outcome unknown",
     }
 }
 

@@ -5,6 +5,7 @@
 
 pub mod carry_out;
 pub mod source;
+pub mod trigger_files;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,7 +21,8 @@ use crate::config::diagnostic::render as render_problems;
 use crate::config::{Job, JobKind, JobsFile, ToolName};
 use crate::plan::{self, Action, Plan, PlanOptions};
 use crate::render::inventory;
-use crate::render::{self, Rendered, read_trigger_files};
+use crate::render::{self, Rendered};
+use trigger_files::read_trigger_files;
 
 /// What shapes a plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +51,7 @@ pub enum Error {
     #[error(transparent)]
     Read(#[from] cluster::ReadError),
     #[error("cannot read the trigger files")]
-    TriggerFiles(#[from] render::fingerprint::TriggerFilesError),
+    TriggerFiles(#[from] trigger_files::TriggerFilesError),
     #[error(transparent)]
     Context(#[from] render::context::ContextError),
     #[error(transparent)]

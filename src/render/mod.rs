@@ -35,7 +35,7 @@ use crate::config::Job;
 
 pub use canonical::{CanonicalJob, Difference, Kind, canonical, desired_hash};
 pub use context::{Membership, RenderContext, UidLookup};
-pub use fingerprint::{TriggerFile, TriggerFiles, fingerprint, read_trigger_files, trigger_digest};
+pub use fingerprint::{TriggerFile, TriggerFiles, fingerprint, trigger_digest};
 pub use read_back::{LiveObject, LiveObjectError, LiveRef, ReadBack, read_back, read_back_ref};
 
 /// The workload object of a job: one per job, named after it.

@@ -337,9 +337,9 @@ impl Daemon {
                 .attempt_once(trigger, bytes, file, settled.as_deref(), &stop)
                 .await
             {
-                Ok(attempt) => return attempt,
+                Once::Done(attempt) => return attempt,
                 // The plan was made before the wait: plan again from a fresh read of the file and the cluster.
-                Err(bytes) => settled = Some(bytes),
+                Once::Settled(bytes) => settled = Some(bytes),
             }
         }
     }
@@ -354,7 +354,7 @@ impl Daemon {
         file: JobsFile,
         settled: Option<&[u8]>,
         stop: &channel::Receiver<bool>,
-    ) -> Result<Attempt, Vec<u8>> {
+    ) -> Once {
         let names: BTreeSet<String> = file
             .jobs
             .iter()
@@ -381,13 +381,15 @@ impl Daemon {
                     "the jobs file is invalid with the cluster's image table: ignored",
                     &problems,
                 );
-                return Ok(Attempt::new(
-                    ReconcileResult::InvalidFile,
-                    "the jobs file is invalid with the cluster's image table",
-                )
-                .of_file(&bytes));
+                return Once::Done(
+                    Attempt::new(
+                        ReconcileResult::InvalidFile,
+                        "the jobs file is invalid with the cluster's image table",
+                    )
+                    .of_file(&bytes),
+                );
             }
-            Err(error) => return Ok(failed(&error.into()).of_file(&bytes)),
+            Err(error) => return Once::Done(failed(&error.into()).of_file(&bytes)),
         };
         self.restrict_prunes(&mut planned, &names);
         let deletes = planned
@@ -400,20 +402,21 @@ impl Daemon {
             && settled != Some(bytes.as_slice())
         {
             if self.settled(&bytes).await {
-                return Err(bytes);
+                return Once::Settled(bytes);
             }
             tracing::info!("the jobs file changed again: its deletes wait until it stops changing");
-            return Ok(Attempt::new(
+            return Once::Done(Attempt::new(
                 ReconcileResult::Unchanged,
                 "the jobs file is still changing; nothing was deleted",
             ));
         }
         let stored = planned.snapshot.inventory.clone();
-        Ok(self
-            .carry_out(&planned, trigger, names, stop.clone())
-            .await
-            .stored(stored)
-            .of_file(&bytes))
+        Once::Done(
+            self.carry_out(&planned, trigger, names, stop.clone())
+                .await
+                .stored(stored)
+                .of_file(&bytes),
+        )
     }
 
     /// The file to apply, loaded: a change reads it, drift, resyncs and retries apply the last valid one. An
@@ -620,6 +623,14 @@ impl Daemon {
         self.write_status(None).await;
         self.lock
     }
+}
+
+/// How one planning of the file ended.
+enum Once {
+    /// Carried out, or given up.
+    Done(Attempt),
+    /// Its deletes waited out the settle period for this content: plan it again before carrying it out.
+    Settled(Vec<u8>),
 }
 
 fn failed(error: &Error) -> Attempt {

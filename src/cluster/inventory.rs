@@ -12,7 +12,7 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
 use super::snapshot::{ReadError, StoredInventory, Unreadable, config_map};
 use super::{FIELD_MANAGER, is_conflict, is_not_found, retry};
-use crate::render::inventory::{self, Inventory, InventoryError, PartsIndex, Stored};
+use crate::render::inventory::{self, Inventory, PartsIndex, Stored};
 
 /// How often a conflicting write is tried again before giving up.
 const ATTEMPTS: usize = 5;
@@ -57,41 +57,42 @@ pub async fn load(
             }
             Stored::Parts(index) => index,
         };
-        if let Some(parts) = read_parts(api, namespace, &index).await? {
-            let inventory = inventory::assemble(set_name, &index, &parts).map_err(unreadable)?;
-            return Ok(Some(StoredInventory {
-                inventory,
-                resource_version,
-                parts: index.parts,
-            }));
+        let parts = read_parts(api, namespace, &index).await?;
+        if parts.len() < index.parts.len() {
+            // A part is gone: a writer replaced the index since it was read, unless it is still the same.
+            head = config_map(api, namespace, set_name, Unreadable::Error).await?;
+            let replaced =
+                head.as_ref().map(|set| &set.metadata.resource_version) != Some(&resource_version);
+            if replaced {
+                continue;
+            }
         }
-        // A part is gone: a writer replaced the index since it was read, unless it is still the same.
-        head = config_map(api, namespace, set_name, Unreadable::Error).await?;
-        if head.as_ref().map(|set| &set.metadata.resource_version) == Some(&resource_version) {
-            let missing = InventoryError::DamagedPart {
-                name: index.parts.join("`, `"),
-                set: set_name.to_owned(),
-            };
-            return Err(unreadable(missing));
-        }
+        // With a part missing from an index nobody replaced, this names the part.
+        let inventory = inventory::assemble(set_name, &index, &parts).map_err(unreadable)?;
+        return Ok(Some(StoredInventory {
+            inventory,
+            resource_version,
+            parts: index.parts,
+        }));
     }
-    Err(unreadable(InventoryError::PartsMismatch {
+    Err(ReadError::InventoryChanging {
+        namespace: namespace.to_owned(),
         name: set_name.to_owned(),
-    }))
+    })
 }
 
-/// The parts `index` names, read at once; `None` if one of them does not exist.
+/// The parts `index` names that exist, read at once.
 async fn read_parts(
     api: &Api<ConfigMap>,
     namespace: &str,
     index: &PartsIndex,
-) -> Result<Option<Vec<ConfigMap>>, ReadError> {
+) -> Result<Vec<ConfigMap>, ReadError> {
     let reads = index
         .parts
         .iter()
         .map(|name| config_map(api, namespace, name, Unreadable::Error));
     let parts = futures::future::try_join_all(reads).await?;
-    Ok(parts.into_iter().collect())
+    Ok(parts.into_iter().flatten().collect())
 }
 
 /// The inventory as last read or written, and where it lives.

@@ -77,6 +77,11 @@ pub enum ReadError {
         #[source]
         source: kube::Error,
     },
+    #[error(
+        "the inventory `{namespace}/{name}` was rewritten while its parts were read, again and again; is another \
+         program writing it? Try again"
+    )]
+    InventoryChanging { namespace: String, name: String },
     #[error("the inventory is unreadable; fix or delete ConfigMap `{namespace}/{name}`")]
     Inventory {
         namespace: String,

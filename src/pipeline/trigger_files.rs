@@ -82,13 +82,6 @@ mod tests {
     use super::*;
     use crate::render::trigger_digest;
 
-    fn file(path: &str, contents: &str) -> TriggerFile {
-        TriggerFile {
-            path: path.to_owned(),
-            contents: contents.as_bytes().to_vec(),
-        }
-    }
-
     #[test]
     fn reads_matched_files_relative_to_the_directory() {
         let directory = tempfile::tempdir().unwrap();
@@ -99,7 +92,10 @@ mod tests {
         let files = read_trigger_files(directory.path(), ["src/*.py", "none/*"]).unwrap();
         assert_eq!(
             files.matched_by("src/*.py").unwrap(),
-            [file("src/bot.py", "print('hi')\n")]
+            [TriggerFile {
+                path: "src/bot.py".to_owned(),
+                contents: b"print('hi')\n".to_vec(),
+            }]
         );
         assert_eq!(files.matched_by("none/*").unwrap(), []);
         assert_eq!(files.matched_by("other"), None);

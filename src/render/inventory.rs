@@ -347,11 +347,15 @@ pub struct Encoded {
 impl Encoded {
     /// The names of the parts, in order.
     pub fn part_names(&self) -> Vec<String> {
-        self.parts
-            .iter()
-            .filter_map(|part| part.metadata.name.clone())
-            .collect()
+        names_of(&self.parts)
     }
+}
+
+fn names_of(config_maps: &[ConfigMap]) -> Vec<String> {
+    config_maps
+        .iter()
+        .filter_map(|config_map| config_map.metadata.name.clone())
+        .collect()
 }
 
 /// The `ConfigMap`s holding `inventory` for set `set_name`: the readable pretty record when it fits one ConfigMap
@@ -380,10 +384,7 @@ pub fn encode(inventory: &Inventory, set_name: &str, namespace: &str, limit: usi
     let texts: Vec<&[u8]> = pieces.iter().map(String::as_bytes).collect();
     let index = PartsIndex {
         version: PARTS_VERSION,
-        parts: parts
-            .iter()
-            .filter_map(|part| part.metadata.name.clone())
-            .collect(),
+        parts: names_of(&parts),
         sha256: sha256_hex(&texts),
     };
     let index = serde_json::to_string_pretty(&index).expect("an index serialises to JSON");

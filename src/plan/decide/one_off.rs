@@ -10,7 +10,7 @@ use crate::plan::WriteVerb;
 use crate::plan::decide::{Desired, ticked};
 use crate::plan::immutable;
 use crate::plan::live::Live;
-use crate::render::inventory::{JobRecord, RunOutcome};
+use crate::render::inventory::{JobRecord, RunOutcome, RunRecord};
 use crate::render::{LiveRef, read_back_ref};
 
 /// What a `wait` one-off that does not run now means for the jobs after it (SPEC §7: they are applied only
@@ -52,11 +52,7 @@ impl Desired<'_> {
     /// How the last run with the desired fingerprint ended; a live Job's conditions tell what the record may not.
     fn last_run(&self, record: &JobRecord, live: Option<&Live<'_>>) -> Option<RunOutcome> {
         let fingerprint = &self.rendered.fingerprint;
-        let run = record
-            .runs
-            .iter()
-            .rev()
-            .find(|run| run.fingerprint == *fingerprint);
+        let run = self.recorded_run(record);
         let live_outcome = live
             .filter(|live| {
                 live.fingerprint.as_deref().unwrap_or(&record.fingerprint) == fingerprint.as_str()
@@ -139,7 +135,9 @@ impl Desired<'_> {
                 action.hint = Some(self.retry_hint());
             }
             if let Some(outcome) = live.finished
-                && self.recorded_outcome(record) == Some(RunOutcome::Unknown)
+                && self
+                    .recorded_run(record)
+                    .is_some_and(|run| run.outcome == RunOutcome::Unknown)
             {
                 action.records = Some(RecordUpdate::Outcome { outcome });
             }
@@ -171,23 +169,18 @@ impl Desired<'_> {
         action
     }
 
-    /// The outcome the record gives the last run with the desired fingerprint.
-    fn recorded_outcome(&self, record: &JobRecord) -> Option<RunOutcome> {
+    /// The record's last run with the desired fingerprint.
+    fn recorded_run<'r>(&self, record: &'r JobRecord) -> Option<&'r RunRecord> {
         record
             .runs
             .iter()
             .rev()
             .find(|run| run.fingerprint == self.rendered.fingerprint)
-            .map(|run| run.outcome)
     }
 
     /// Whether the last run with the desired fingerprint was recorded without the UID of its Job.
     fn unconfirmed(&self, record: &JobRecord) -> bool {
-        record
-            .runs
-            .iter()
-            .rev()
-            .find(|run| run.fingerprint == self.rendered.fingerprint)
+        self.recorded_run(record)
             .is_some_and(|run| run.job_uid.is_none() && run.outcome == RunOutcome::Unknown)
     }
 

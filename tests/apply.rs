@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::{Cluster, NAMESPACE};
-use toolforge_local_cluster::{Outcome, Script};
+use toolforge_local_cluster::{ContainerOutcome, Script};
 
 const JOBS: &str = "\
 - name: migrate
@@ -355,10 +355,10 @@ async fn a_held_lock_stops_apply_with_the_holder_named() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_wait_one_off_stops_the_jobs_after_it_and_reports_why() {
-    let script = Script::new(Outcome::RunForever).label(
+    let script = Script::new(ContainerOutcome::RunForever).label(
         "app.kubernetes.io/name",
         "migrate",
-        Outcome::Exit {
+        ContainerOutcome::Exit {
             code: 3,
             after: Duration::from_millis(20),
         },
@@ -394,9 +394,17 @@ async fn a_failing_wait_one_off_stops_the_jobs_after_it_and_reports_why() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apply_wait_fails_early_on_an_image_pull_error_and_times_out_on_a_stuck_rollout() {
-    let script = Script::new(Outcome::RunForever)
-        .label("app.kubernetes.io/name", "bot", Outcome::ImagePullError)
-        .label("app.kubernetes.io/name", "web", Outcome::NeverReady);
+    let script = Script::new(ContainerOutcome::RunForever)
+        .label(
+            "app.kubernetes.io/name",
+            "bot",
+            ContainerOutcome::ImagePullError,
+        )
+        .label(
+            "app.kubernetes.io/name",
+            "web",
+            ContainerOutcome::NeverReady,
+        );
     let cluster = Cluster::start_with(script).await;
     cluster.write_jobs(JOBS);
 

@@ -13,7 +13,7 @@ use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
 use kube::api::Api;
 use serde_json::Value;
 use support::{Cluster, NAMESPACE};
-use toolforge_local_cluster::{Outcome, Script};
+use toolforge_local_cluster::{ContainerOutcome, Script};
 
 /// `migrate` runs on python3.12, whose pods the script makes fail; the fix moves it to python3.13.
 const JOBS: &str = "\
@@ -46,9 +46,9 @@ async fn nothing_after_the_barrier(cluster: &Cluster) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_wait_one_off_holds_the_jobs_after_it_until_it_is_fixed() {
-    let script = Script::new(Outcome::RunForever).image(
+    let script = Script::new(ContainerOutcome::RunForever).image(
         FAILING_IMAGE,
-        Outcome::Exit {
+        ContainerOutcome::Exit {
             code: 3,
             after: Duration::from_millis(20),
         },
@@ -136,10 +136,10 @@ async fn a_failed_wait_one_off_holds_the_jobs_after_it_until_it_is_fixed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wait_one_off_still_running_is_waited_for_before_the_jobs_after_it() {
     // `migrate` never finishes; its `wait: 1` gives up after a second.
-    let script = Script::new(Outcome::RunForever).label(
+    let script = Script::new(ContainerOutcome::RunForever).label(
         "app.kubernetes.io/name",
         "migrate",
-        Outcome::RunForever,
+        ContainerOutcome::RunForever,
     );
     let cluster = Cluster::start_with(script).await;
     cluster.write_jobs(&JOBS.replace("wait: true", "wait: 1"));

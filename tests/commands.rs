@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
 use support::{Cluster, NAMESPACE, Run};
-use toolforge_local_cluster::{Outcome, Script};
+use toolforge_local_cluster::{ContainerOutcome, Script};
 
 const JOBS: &str = "\
 - name: migrate
@@ -39,12 +39,16 @@ const JOBS: &str = "\
 /// Pods of `crasher` exit 1 and are restarted, those of `slow` never end; everything else as in
 /// [`Cluster::start`].
 async fn start() -> Cluster {
-    let script = Script::new(Outcome::RunForever)
-        .label("app.kubernetes.io/name", "slow", Outcome::RunForever)
+    let script = Script::new(ContainerOutcome::RunForever)
+        .label(
+            "app.kubernetes.io/name",
+            "slow",
+            ContainerOutcome::RunForever,
+        )
         .label(
             "app.kubernetes.io/name",
             "crasher",
-            Outcome::Exit {
+            ContainerOutcome::Exit {
                 code: 1,
                 after: Duration::from_millis(20),
             },
@@ -268,7 +272,7 @@ async fn inventory_jobs(cluster: &Cluster) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn logs_reads_the_file_log_in_the_home_or_the_pods_logs() {
-    let script = Script::new(Outcome::RunForever).output("", "hello from the pod\n");
+    let script = Script::new(ContainerOutcome::RunForever).output("", "hello from the pod\n");
     let cluster = Cluster::start_with(script).await;
     cluster.write_jobs(
         "\
@@ -390,10 +394,10 @@ async fn delete_removes_our_objects_and_records_and_never_foreign_ones() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_creates_a_job_outside_any_inventory_and_waits_for_it() {
-    let script = Script::new(Outcome::RunForever).label(
+    let script = Script::new(ContainerOutcome::RunForever).label(
         "app.kubernetes.io/name",
         "broken",
-        Outcome::Exit {
+        ContainerOutcome::Exit {
             code: 3,
             after: Duration::from_millis(20),
         },
@@ -739,10 +743,10 @@ async fn status_shows_the_lock_holder_and_the_inventory() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_next_waits_for_the_next_run_of_a_scheduled_job() {
-    let script = Script::new(Outcome::RunForever).label(
+    let script = Script::new(ContainerOutcome::RunForever).label(
         "app.kubernetes.io/component",
         "cronjobs",
-        Outcome::Succeed {
+        ContainerOutcome::Succeed {
             after: Duration::from_millis(50),
         },
     );

@@ -27,7 +27,7 @@ use k8s_openapi::api::batch::v1::Job as KubeJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, ListParams};
 use support::{Background, Cluster, NAMESPACE, Run};
-use toolforge_local_cluster::{EventType, Hold, LocalCluster, Options, Outcome, Script};
+use toolforge_local_cluster::{ContainerOutcome, EventType, Hold, LocalCluster, Options, Script};
 
 const JOBS: &str = support::MIGRATE_THEN_BOT;
 
@@ -416,12 +416,12 @@ async fn child_cluster_process() {
         credentials_dir: Some(toolforge_local_cluster::credentials_directory(&state)),
         controllers: Some(support::controllers(
             match std::env::var_os(CHILD_RUNNING) {
-                Some(_) => Script::new(Outcome::RunForever).label(
+                Some(_) => Script::new(ContainerOutcome::RunForever).label(
                     "batch.kubernetes.io/job-name",
                     "migrate",
-                    Outcome::RunForever,
+                    ContainerOutcome::RunForever,
                 ),
-                None => Script::new(Outcome::RunForever),
+                None => Script::new(ContainerOutcome::RunForever),
             },
         )),
         ..Options::default()

@@ -15,7 +15,7 @@ use kube::api::Api;
 use support::{Cluster, NAMESPACE, eventually};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
-use toolforge_local_cluster::{Outcome, Script};
+use toolforge_local_cluster::{ContainerOutcome, Script};
 
 /// A server on 127.0.0.1 that treats every connection with `serve`, and a kubeconfig for it.
 async fn hostile<F, Fut>(serve: F) -> (tempfile::TempDir, PathBuf)
@@ -204,7 +204,7 @@ async fn an_error_page_is_quoted_in_part() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_that_dies_during_a_wait_fails_it_promptly() {
-    let cluster = Cluster::start_with(Script::new(Outcome::NeverReady)).await;
+    let cluster = Cluster::start_with(Script::new(ContainerOutcome::NeverReady)).await;
     cluster
         .write_jobs("- name: bot\n  command: ./bot.py\n  image: python3.11\n  continuous: true\n");
     let applied = cluster.run(&["apply"]).await;

@@ -16,7 +16,7 @@ use k8s_openapi::api::batch::v1::Job as KubeJob;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, PostParams};
 use support::{Background, Cluster, NAMESPACE, TOOL, eventually};
-use toolforge_local_cluster::{Outcome, Script};
+use toolforge_local_cluster::{ContainerOutcome, Script};
 
 /// `forever` is a one-off whose pod never ends; `bot` rolls out.
 const JOBS: &str = "\
@@ -34,9 +34,17 @@ const BARRIER: &str = support::MIGRATE_THEN_BOT;
 
 /// A cluster where the pods of `forever` and `migrate` run until deleted.
 async fn cluster() -> Cluster {
-    let script = Script::new(Outcome::RunForever)
-        .label("app.kubernetes.io/name", "forever", Outcome::RunForever)
-        .label("app.kubernetes.io/name", "migrate", Outcome::RunForever);
+    let script = Script::new(ContainerOutcome::RunForever)
+        .label(
+            "app.kubernetes.io/name",
+            "forever",
+            ContainerOutcome::RunForever,
+        )
+        .label(
+            "app.kubernetes.io/name",
+            "migrate",
+            ContainerOutcome::RunForever,
+        );
     Cluster::start_with(script).await
 }
 

@@ -20,7 +20,7 @@ use toolforge_jobs::wait::{
     Phase, Termination, WaitProgress,
 };
 use toolforge_local_cluster::{
-    Controllers, Fault, Kubelet, LocalCluster, Options, Outcome as Run, Script,
+    ContainerOutcome as Run, Controllers, Fault, Kubelet, LocalCluster, Options, Script,
 };
 
 const MS: Duration = Duration::from_millis(1);

@@ -15,7 +15,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 use support::{Cluster, NAMESPACE, eventually};
-use toolforge_local_cluster::{Outcome, Script};
+use toolforge_local_cluster::{ContainerOutcome, Script};
 
 const TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -104,10 +104,10 @@ async fn an_edit_under_watch_is_awaited_until_the_daemon_applied_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_one_off_that_fails_exits_4() {
-    let script = Script::new(Outcome::RunForever).label(
+    let script = Script::new(ContainerOutcome::RunForever).label(
         "app.kubernetes.io/name",
         "broken",
-        Outcome::Exit {
+        ContainerOutcome::Exit {
             code: 3,
             after: Duration::from_millis(20),
         },

@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
-use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, Outcome, Script};
+use toolforge_local_cluster::{
+    ContainerOutcome, Controllers, Kubelet, LocalCluster, Options, Script,
+};
 
 pub const TOOL: &str = "mytool";
 pub const NAMESPACE: &str = "tool-mytool";
@@ -51,7 +53,7 @@ pub struct Run {
 impl Cluster {
     /// Pods of one-off Jobs succeed after 50 ms; every other pod runs until deleted.
     pub async fn start() -> Self {
-        Self::start_with(Script::new(Outcome::RunForever)).await
+        Self::start_with(Script::new(ContainerOutcome::RunForever)).await
     }
 
     /// Pods follow `script`; Jobs' pods without a rule of their own succeed after 50 ms.
@@ -117,7 +119,7 @@ pub fn controllers(script: Script) -> Controllers {
         .label(
             "app.kubernetes.io/component",
             "jobs",
-            Outcome::Succeed { after: 50 * MS },
+            ContainerOutcome::Succeed { after: 50 * MS },
         )
         .restart_backoff(30 * MS);
     Controllers {

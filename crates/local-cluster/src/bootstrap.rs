@@ -6,10 +6,10 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::ops::{self, WriteOptions};
-use crate::patch::PatchType;
-use crate::resources;
-use crate::store::Store;
+use crate::registry::ops::{self, WriteOptions};
+use crate::registry::patch::PatchType;
+use crate::registry::resources;
+use crate::registry::store::Store;
 
 /// Namespace of the identity ConfigMap.
 pub const IDENTITY_NAMESPACE: &str = "kube-public";
@@ -45,7 +45,7 @@ fn node_status(clock: crate::clock::Clock) -> serde_json::Value {
         .to_string();
     let capacity =
         json!({"cpu": cpus, "memory": "16Gi", "pods": "110", "ephemeral-storage": "100Gi"});
-    let now = crate::meta::now(clock);
+    let now = crate::registry::meta::now(clock);
     json!({"status": {
         "capacity": capacity,
         "allocatable": capacity,

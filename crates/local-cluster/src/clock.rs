@@ -5,8 +5,8 @@
 //! A clock runs `speed` times faster than real time from the moment it is made: [`Clock::now`] is the start plus
 //! the real time elapsed times `speed`, and [`Clock::real`] is a cluster duration divided by `speed`. Speed 1 is
 //! real time (production); tests speed it up so a 30-second TTL or a one-minute cron schedule passes in
-//! milliseconds. Each cluster has its own clock, held by its [`crate::store::Store`], so clusters with different
-//! speeds run side by side in one process.
+//! milliseconds. Each cluster has its own clock, held by its [`crate::registry::store::Store`], so clusters with
+//! different speeds run side by side in one process.
 
 use std::time::Duration;
 

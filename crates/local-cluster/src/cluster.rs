@@ -22,19 +22,56 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::api::faults::{Fault, Faults, Hold};
+use crate::api::guard::Guard;
 use crate::api::{self, ClusterState};
-use crate::auth::guard::Guard;
 use crate::auth::pki::{ClientCredentials, Pki, PkiError};
 use crate::auth::{ADMIN_GROUP, ADMIN_USER, TOOL_GROUP};
 pub use crate::bootstrap::{IDENTITY_NAME, IDENTITY_NAMESPACE};
 use crate::clock::Clock;
-use crate::controller;
-use crate::controllers::{self, Controllers};
-use crate::event_ttl::EventTtl;
-use crate::faults::{Fault, Faults, Hold};
+use crate::controllers::{self, Backoff};
 use crate::kubeconfig::{self, UserCredentials};
-use crate::persist;
-use crate::store::Store;
+use crate::kubelet::{self, Kubelet};
+use crate::registry::persist;
+use crate::registry::store::Store;
+
+/// The controllers of a local cluster: Job, TTL-after-finished, CronJob, ReplicaSet, Deployment and, when given,
+/// a kubelet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Controllers {
+    /// Delay before recreating a Job's pod after one failure (10 s on Kubernetes); it doubles per consecutive
+    /// failure. Tests shorten it, or speed up the cluster's clock (`Options::clock_speed`).
+    pub job_backoff_base: Duration,
+    /// The longest such delay (documented as 6 minutes).
+    pub job_backoff_cap: Duration,
+    /// The node's kubelet; `None` leaves pods Pending, as on a cluster without nodes.
+    pub kubelet: Option<Kubelet>,
+}
+
+impl Default for Controllers {
+    fn default() -> Self {
+        Controllers {
+            job_backoff_base: Duration::from_secs(10),
+            job_backoff_cap: Duration::from_secs(6 * 60),
+            kubelet: None,
+        }
+    }
+}
+
+impl Controllers {
+    /// Spawns every configured controller and the kubelet; they stop when `shutdown` is cancelled. A process
+    /// kubelet records its processes in `pid_file` when given.
+    fn start(&self, store: &Store, shutdown: &CancellationToken, pid_file: Option<PathBuf>) {
+        let backoff = Backoff {
+            base: self.job_backoff_base,
+            cap: self.job_backoff_cap,
+        };
+        controllers::start(backoff, store, shutdown);
+        if let Some(wanted) = &self.kubelet {
+            kubelet::start(wanted, store, shutdown, pid_file);
+        }
+    }
+}
 
 /// How to start a local cluster.
 #[derive(Debug, Clone)]
@@ -216,14 +253,14 @@ impl LocalCluster {
             app,
             shutdown.clone(),
         ));
-        controller::spawn(EventTtl::new(options.event_ttl), &store, &shutdown);
-        let pid_file = options.state_file.as_deref().map(crate::kubelet::pid_file);
+        controllers::start_event_ttl(options.event_ttl, &store, &shutdown);
+        let pid_file = options.state_file.as_deref().map(kubelet::pid_file);
         if let Some(path) = &pid_file {
             // Before any new container starts: a node's containers do not survive its restart.
-            crate::kubelet::stop_previous(path).await;
+            kubelet::stop_previous(path).await;
         }
         if let Some(wanted) = &options.controllers {
-            controllers::start(wanted, &store, &shutdown, pid_file);
+            wanted.start(&store, &shutdown, pid_file);
         }
         Ok(LocalCluster {
             address,

@@ -11,7 +11,9 @@ use k8s_openapi::api::batch::v1::{CronJob, Job};
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
 use support::eventually;
-use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, Outcome, Script};
+use toolforge_local_cluster::{
+    ContainerOutcome, Controllers, Kubelet, LocalCluster, Options, Script,
+};
 
 const FAST: f64 = 1000.0;
 
@@ -52,7 +54,7 @@ fn time(text: Option<&str>) -> jiff::Timestamp {
 #[tokio::test]
 async fn at_speed_1000_a_job_with_a_30_second_ttl_is_deleted_well_within_a_second() {
     let (cluster, client) = start(
-        Script::new(Outcome::Succeed {
+        Script::new(ContainerOutcome::Succeed {
             after: Duration::from_secs(5),
         }),
         FAST,
@@ -104,7 +106,7 @@ async fn at_speed_1000_a_job_with_a_30_second_ttl_is_deleted_well_within_a_secon
 #[tokio::test]
 async fn at_speed_1000_a_cronjob_every_minute_creates_a_job_within_a_second() {
     let (_cluster, client) = start(
-        Script::new(Outcome::Succeed {
+        Script::new(ContainerOutcome::Succeed {
             after: Duration::from_secs(1),
         }),
         FAST,
@@ -163,7 +165,7 @@ async fn at_speed_1000_a_cronjob_every_minute_creates_a_job_within_a_second() {
 
 #[tokio::test]
 async fn at_speed_1000_a_never_ready_deployment_exceeds_a_60_second_progress_deadline_quickly() {
-    let (_cluster, client) = start(Script::new(Outcome::NeverReady), FAST).await;
+    let (_cluster, client) = start(Script::new(ContainerOutcome::NeverReady), FAST).await;
     let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
     let deployment: Deployment = serde_json::from_value(json!({
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "stuck"},
@@ -196,7 +198,7 @@ async fn at_speed_1000_a_never_ready_deployment_exceeds_a_60_second_progress_dea
 #[tokio::test]
 async fn at_speed_1000_back_offs_of_10_seconds_let_a_failing_job_fail_quickly() {
     let (_cluster, client) = start(
-        Script::new(Outcome::Exit {
+        Script::new(ContainerOutcome::Exit {
             code: 1,
             after: Duration::from_secs(1),
         }),
@@ -231,7 +233,7 @@ async fn at_speed_1000_back_offs_of_10_seconds_let_a_failing_job_fail_quickly() 
 #[tokio::test]
 async fn at_speed_1_the_cluster_keeps_real_time() {
     let (cluster, client) = start(
-        Script::new(Outcome::Succeed {
+        Script::new(ContainerOutcome::Succeed {
             after: Duration::from_millis(10),
         }),
         1.0,
@@ -265,8 +267,8 @@ async fn at_speed_1_the_cluster_keeps_real_time() {
 
 #[tokio::test]
 async fn clusters_at_different_speeds_run_side_by_side() {
-    let (slow, _) = start(Script::new(Outcome::RunForever), 1.0).await;
-    let (fast, _) = start(Script::new(Outcome::RunForever), FAST).await;
+    let (slow, _) = start(Script::new(ContainerOutcome::RunForever), 1.0).await;
+    let (fast, _) = start(Script::new(ContainerOutcome::RunForever), FAST).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     let now = jiff::Timestamp::now();
     let slow_drift = slow.clock().now().duration_since(now);

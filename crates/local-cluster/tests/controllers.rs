@@ -11,7 +11,9 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
 use support::eventually;
-use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, Outcome, Script};
+use toolforge_local_cluster::{
+    ContainerOutcome, Controllers, Kubelet, LocalCluster, Options, Script,
+};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -119,7 +121,7 @@ fn terminated(pod: &Pod) -> Option<(i32, String)> {
 
 #[tokio::test]
 async fn a_succeeding_job_completes_with_its_counts_conditions_pod_and_events() {
-    let (_cluster, client) = start(Script::new(Outcome::Succeed { after: 50 * MS })).await;
+    let (_cluster, client) = start(Script::new(ContainerOutcome::Succeed { after: 50 * MS })).await;
     let jobs: Api<Job> = Api::default_namespaced(client.clone());
     jobs.create(&PostParams::default(), &job("hello", "busybox", &json!({})))
         .await
@@ -209,7 +211,7 @@ async fn a_succeeding_job_completes_with_its_counts_conditions_pod_and_events() 
 
 #[tokio::test]
 async fn a_failing_job_with_backoff_limit_2_runs_three_pods_then_fails() {
-    let (_cluster, client) = start(Script::new(Outcome::Exit {
+    let (_cluster, client) = start(Script::new(ContainerOutcome::Exit {
         code: 3,
         after: 10 * MS,
     }))
@@ -271,7 +273,7 @@ async fn a_failing_job_with_backoff_limit_2_runs_three_pods_then_fails() {
 
 #[tokio::test]
 async fn a_job_past_its_active_deadline_fails_and_its_pod_is_deleted() {
-    let (_cluster, client) = start(Script::new(Outcome::RunForever)).await;
+    let (_cluster, client) = start(Script::new(ContainerOutcome::RunForever)).await;
     let jobs: Api<Job> = Api::default_namespaced(client.clone());
     jobs.create(
         &PostParams::default(),
@@ -317,7 +319,7 @@ async fn a_job_past_its_active_deadline_fails_and_its_pod_is_deleted() {
 
 #[tokio::test]
 async fn ttl_after_finished_deletes_the_job_and_its_pods() {
-    let (_cluster, client) = start(Script::new(Outcome::Succeed { after: 10 * MS })).await;
+    let (_cluster, client) = start(Script::new(ContainerOutcome::Succeed { after: 10 * MS })).await;
     let jobs: Api<Job> = Api::default_namespaced(client.clone());
     jobs.create(
         &PostParams::default(),
@@ -338,8 +340,8 @@ async fn ttl_after_finished_deletes_the_job_and_its_pods() {
 
 #[tokio::test]
 async fn an_image_pull_error_leaves_the_pod_pending_in_image_pull_back_off_and_counts_no_failure() {
-    let script = Script::new(Outcome::Succeed { after: 10 * MS })
-        .image("nope:latest", Outcome::ImagePullError);
+    let script = Script::new(ContainerOutcome::Succeed { after: 10 * MS })
+        .image("nope:latest", ContainerOutcome::ImagePullError);
     let (_cluster, client) = start(script).await;
     let jobs: Api<Job> = Api::default_namespaced(client.clone());
     jobs.create(
@@ -392,7 +394,7 @@ async fn an_image_pull_error_leaves_the_pod_pending_in_image_pull_back_off_and_c
 
 #[tokio::test]
 async fn restarts_under_on_failure_fail_the_job_at_the_backoff_limit_and_remove_its_pod() {
-    let (_cluster, client) = start(Script::new(Outcome::Exit {
+    let (_cluster, client) = start(Script::new(ContainerOutcome::Exit {
         code: 1,
         after: 5 * MS,
     }))
@@ -448,7 +450,7 @@ async fn a_cronjob_runs_its_missed_minute_as_a_job_and_sees_it_complete() {
     use k8s_openapi::api::batch::v1::CronJob;
     use kube::api::{Patch, PatchParams};
 
-    let (_cluster, client) = start(Script::new(Outcome::Succeed { after: 10 * MS })).await;
+    let (_cluster, client) = start(Script::new(ContainerOutcome::Succeed { after: 10 * MS })).await;
     let cronjobs: Api<CronJob> = Api::default_namespaced(client.clone());
     let cronjob: CronJob = serde_json::from_value(json!({
         "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "every"},
@@ -523,7 +525,7 @@ async fn a_replicaset_keeps_its_replicas_running_and_scales_down_with_events() {
     use k8s_openapi::api::apps::v1::ReplicaSet;
     use kube::api::{Patch, PatchParams};
 
-    let (_cluster, client) = start(Script::new(Outcome::RunForever)).await;
+    let (_cluster, client) = start(Script::new(ContainerOutcome::RunForever)).await;
     let sets: Api<ReplicaSet> = Api::default_namespaced(client.clone());
     let set: ReplicaSet = serde_json::from_value(json!({
         "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web"},
@@ -629,7 +631,7 @@ async fn a_deployment_rolls_out_and_rolls_a_new_template_over_to_a_new_replicase
     use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
     use kube::api::{Patch, PatchParams};
 
-    let (_cluster, client) = start(Script::new(Outcome::RunForever)).await;
+    let (_cluster, client) = start(Script::new(ContainerOutcome::RunForever)).await;
     let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
     let deployment: Deployment = serde_json::from_value(json!({
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
@@ -720,8 +722,10 @@ async fn a_deployment_rolls_out_and_rolls_a_new_template_over_to_a_new_replicase
 async fn a_deployment_whose_image_cannot_be_pulled_exceeds_its_progress_deadline() {
     use k8s_openapi::api::apps::v1::Deployment;
 
-    let (_cluster, client) =
-        start(Script::new(Outcome::RunForever).image("nope:1", Outcome::ImagePullError)).await;
+    let (_cluster, client) = start(
+        Script::new(ContainerOutcome::RunForever).image("nope:1", ContainerOutcome::ImagePullError),
+    )
+    .await;
     let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
     let deployment: Deployment = serde_json::from_value(json!({
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "stuck"},
@@ -768,7 +772,7 @@ async fn a_deployment_whose_image_cannot_be_pulled_exceeds_its_progress_deadline
 async fn pods_orphaned_by_deleting_their_job_keep_running_without_the_tracking_finalizer() {
     use kube::api::DeleteParams;
 
-    let (_cluster, client) = start(Script::new(Outcome::RunForever)).await;
+    let (_cluster, client) = start(Script::new(ContainerOutcome::RunForever)).await;
     let jobs: Api<Job> = Api::default_namespaced(client.clone());
     jobs.create(&PostParams::default(), &job("left", "busybox", &json!({})))
         .await
@@ -799,7 +803,8 @@ async fn after_a_restart_from_the_state_file_a_running_job_pod_is_lost_like_on_a
         state_file: Some(directory.path().join("state.json")),
         ..Options::default()
     };
-    let (cluster, client) = start_with(Script::new(Outcome::RunForever), options.clone()).await;
+    let (cluster, client) =
+        start_with(Script::new(ContainerOutcome::RunForever), options.clone()).await;
     let jobs: Api<Job> = Api::default_namespaced(client.clone());
     jobs.create(
         &PostParams::default(),
@@ -814,7 +819,7 @@ async fn after_a_restart_from_the_state_file_a_running_job_pod_is_lost_like_on_a
     .await;
     cluster.shutdown().await.expect("clean shutdown");
 
-    let (_cluster, client) = start_with(Script::new(Outcome::RunForever), options).await;
+    let (_cluster, client) = start_with(Script::new(ContainerOutcome::RunForever), options).await;
     let jobs: Api<Job> = Api::default_namespaced(client.clone());
     let failed = finished(&jobs, "rebooted", "Failed").await;
     assert_eq!(failed.status.and_then(|s| s.failed), Some(1));
@@ -850,7 +855,7 @@ async fn quota(client: &kube::Client, hard: Value) {
 async fn a_job_over_quota_records_failed_create_stays_without_pods_and_starts_once_it_fits() {
     use kube::api::{Patch, PatchParams};
 
-    let (_cluster, client) = start(Script::new(Outcome::Succeed { after: 20 * MS })).await;
+    let (_cluster, client) = start(Script::new(ContainerOutcome::Succeed { after: 20 * MS })).await;
     quota(&client, json!({"count/pods": "0"})).await;
     let jobs: Api<Job> = Api::default_namespaced(client.clone());
     jobs.create(
@@ -912,7 +917,7 @@ async fn a_job_over_quota_records_failed_create_stays_without_pods_and_starts_on
 async fn a_deployment_whose_pods_are_over_quota_reports_replica_failure() {
     use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 
-    let (_cluster, client) = start(Script::new(Outcome::RunForever)).await;
+    let (_cluster, client) = start(Script::new(ContainerOutcome::RunForever)).await;
     quota(&client, json!({"pods": "1"})).await;
     let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
     let deployment: Deployment = serde_json::from_value(json!({
@@ -974,7 +979,7 @@ async fn a_deployment_whose_replicaset_is_over_quota_is_not_progressing_until_it
     use k8s_openapi::api::apps::v1::Deployment;
     use kube::api::{Patch, PatchParams};
 
-    let (_cluster, client) = start(Script::new(Outcome::RunForever)).await;
+    let (_cluster, client) = start(Script::new(ContainerOutcome::RunForever)).await;
     quota(&client, json!({"count/replicasets.apps": "0"})).await;
     let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
     let deployment: Deployment = serde_json::from_value(json!({

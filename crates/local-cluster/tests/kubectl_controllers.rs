@@ -5,7 +5,9 @@ mod support;
 
 use std::time::Duration;
 
-use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, Outcome, Script};
+use toolforge_local_cluster::{
+    ContainerOutcome, Controllers, Kubelet, LocalCluster, Options, Script,
+};
 
 use support::Kubectl;
 
@@ -19,26 +21,30 @@ fn job(name: &str, image: &str, restart_policy: &str) -> String {
 
 /// A cluster whose kubelet ends each Job the way its name says.
 async fn start() -> LocalCluster {
-    let script = Script::new(Outcome::Succeed { after: 20 * MS })
+    let script = Script::new(ContainerOutcome::Succeed { after: 20 * MS })
         .label(
             "job-name",
             "error",
-            Outcome::Exit {
+            ContainerOutcome::Exit {
                 code: 2,
                 after: 10 * MS,
             },
         )
-        .label("job-name", "oom", Outcome::OomKilled { after: 10 * MS })
+        .label(
+            "job-name",
+            "oom",
+            ContainerOutcome::OomKilled { after: 10 * MS },
+        )
         .label(
             "job-name",
             "crash",
-            Outcome::Exit {
+            ContainerOutcome::Exit {
                 code: 1,
                 after: 10 * MS,
             },
         )
-        .image("nope:1", Outcome::ImagePullError)
-        .label("app", "web", Outcome::RunForever)
+        .image("nope:1", ContainerOutcome::ImagePullError)
+        .label("app", "web", ContainerOutcome::RunForever)
         .restart_backoff(Duration::from_secs(5));
     LocalCluster::start(Options {
         controllers: Some(Controllers {

@@ -11,7 +11,9 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
 use serde_json::{Value, json};
-use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, Outcome, Script};
+use toolforge_local_cluster::{
+    ContainerOutcome, Controllers, Kubelet, LocalCluster, Options, Script,
+};
 
 use support::{Kubectl, eventually};
 
@@ -92,7 +94,8 @@ fn params() -> LogParams {
 #[tokio::test]
 async fn a_job_pods_output_is_served_with_tail_lines_limit_bytes_and_timestamps() {
     let (cluster, client) = start(
-        Script::new(Outcome::Succeed { after: 20 * MS }).output("busybox", "one\ntwo\nthree\n"),
+        Script::new(ContainerOutcome::Succeed { after: 20 * MS })
+            .output("busybox", "one\ntwo\nthree\n"),
     )
     .await;
     let jobs: Api<Job> = Api::default_namespaced(client.clone());
@@ -197,7 +200,7 @@ async fn a_job_pods_output_is_served_with_tail_lines_limit_bytes_and_timestamps(
 #[tokio::test]
 async fn previous_serves_the_run_before_a_crash_loop_restart() {
     let (_cluster, client) = start(
-        Script::new(Outcome::Exit {
+        Script::new(ContainerOutcome::Exit {
             code: 1,
             after: 600 * MS,
         })
@@ -245,8 +248,8 @@ async fn previous_serves_the_run_before_a_crash_loop_restart() {
 #[tokio::test]
 async fn containers_that_did_not_start_are_waiting_and_several_need_a_name() {
     let (_cluster, client) = start(
-        Script::new(Outcome::RunForever)
-            .image("nope:1", Outcome::ImagePullError)
+        Script::new(ContainerOutcome::RunForever)
+            .image("nope:1", ContainerOutcome::ImagePullError)
             .start_delay(Duration::from_secs(60)),
     )
     .await;
@@ -281,8 +284,8 @@ async fn containers_that_did_not_start_are_waiting_and_several_need_a_name() {
 #[tokio::test]
 async fn an_image_that_cannot_be_pulled_is_waiting_to_start() {
     let (_cluster, client) = start(
-        Script::new(Outcome::RunForever)
-            .image("nope:1", Outcome::ImagePullError)
+        Script::new(ContainerOutcome::RunForever)
+            .image("nope:1", ContainerOutcome::ImagePullError)
             .start_delay(10 * MS),
     )
     .await;
@@ -307,9 +310,9 @@ async fn an_image_that_cannot_be_pulled_is_waiting_to_start() {
 #[tokio::test]
 async fn follow_streams_the_output_and_ends_when_the_container_exits() {
     let (_cluster, client) = start(
-        Script::new(Outcome::Succeed { after: 800 * MS })
+        Script::new(ContainerOutcome::Succeed { after: 800 * MS })
             .output("busybox", "hello\nworld\n")
-            .image("forever", Outcome::RunForever)
+            .image("forever", ContainerOutcome::RunForever)
             .output("forever", "still here\n"),
     )
     .await;
@@ -371,9 +374,9 @@ async fn follow_streams_the_output_and_ends_when_the_container_exits() {
 #[tokio::test]
 async fn kubectl_logs_resolves_a_job_to_its_pod_and_tails_a_pod() {
     let (cluster, client) = start(
-        Script::new(Outcome::Succeed { after: 20 * MS })
+        Script::new(ContainerOutcome::Succeed { after: 20 * MS })
             .output("busybox", "alpha\nbeta\ngamma\n")
-            .image("nope:1", Outcome::ImagePullError)
+            .image("nope:1", ContainerOutcome::ImagePullError)
             .start_delay(10 * MS),
     )
     .await;

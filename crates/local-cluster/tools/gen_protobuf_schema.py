@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generates src/protobuf/schema.rs: the protobuf field numbers of the kinds whose protobuf bodies are decoded (the
+"""Generates src/api/protobuf/schema.rs: the protobuf field numbers of the kinds whose protobuf bodies are decoded (the
 served kinds, and the review kinds that `kubectl auth can-i` and `auth whoami` send) and of every message they reach,
 with their JSON names.
 
@@ -9,7 +9,7 @@ the upstream generated.proto files of k8s.io/api and apimachinery (a release new
 are never reused or renumbered, so a later release is a superset). k8s-openapi has no JSON names for beta and alpha
 versions (authentication.k8s.io/v1beta1, v1alpha1); their fields take the camelCase of the Rust name, which is what
 the Go JSON tags are. Run from the crate directory:
-    python3 tools/gen_protobuf_schema.py > src/protobuf/schema.rs
+    python3 tools/gen_protobuf_schema.py > src/api/protobuf/schema.rs
 """
 import glob
 import os

@@ -6,8 +6,8 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::resources::{self, RESOURCES, ResourceType};
-use crate::status::ApiError;
+use crate::registry::api_error::ApiError;
+use crate::registry::resources::{self, RESOURCES, ResourceType};
 
 const FULL_VERBS: &[&str] = &[
     "create",

@@ -16,12 +16,12 @@ use tokio_util::sync::CancellationToken;
 use super::ClusterState;
 use super::path::Target;
 use super::query::Query;
-use crate::logs::{self, Render};
-use crate::meta;
-use crate::ops;
-use crate::resources::ResourceType;
-use crate::status::{ApiError, FieldError};
-use crate::store::Store;
+use crate::registry::api_error::{ApiError, FieldError};
+use crate::registry::logs::{self, Render};
+use crate::registry::meta;
+use crate::registry::ops;
+use crate::registry::resources::ResourceType;
+use crate::registry::store::Store;
 
 /// How often a `follow` stream looks for new output and for the container's end.
 const FOLLOW_POLL: Duration = Duration::from_millis(50);

@@ -1,13 +1,22 @@
 //! The HTTP layer: the axum router serving discovery, OpenAPI, `/version` and every resource URL, over a shared
-//! [`ClusterState`]. Handlers are thin; the semantics live in [`crate::ops`], [`crate::delete`] and
-//! [`crate::store`].
+//! [`ClusterState`], with its middleware (request accounting and fault injection in [`faults`], authentication
+//! and authorization in [`guard`] and [`policy`]) and the wire formats (content negotiation, tables, the
+//! protobuf request bodies, watch streams, `pods/{name}/log`). Handlers are thin; the semantics live in
+//! [`crate::registry::ops`], [`crate::registry::delete`] and [`crate::registry::store`].
+//!
+//! This layer imports the registry and the identities of [`crate::auth`]; it never imports the controllers or
+//! the kubelet, which reach the objects through the registry as every client does.
 
 mod discovery;
+pub(crate) mod faults;
+pub(crate) mod guard;
 mod log;
 mod negotiate;
 mod openapi;
 mod pages;
 pub(crate) mod path;
+mod policy;
+mod protobuf;
 pub(crate) mod query;
 pub(crate) mod request_info;
 mod resource;
@@ -28,9 +37,9 @@ use axum::routing::get;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::faults::{self, Faults};
-use crate::status::ApiError;
-use crate::store::Store;
+use crate::registry::api_error::ApiError;
+use crate::registry::store::Store;
+use faults::Faults;
 
 /// State shared by all handlers; cheap to clone.
 #[derive(Debug, Clone)]
@@ -41,7 +50,7 @@ pub(crate) struct ClusterState {
     pub(crate) shutdown: CancellationToken,
     pub(crate) server_address: Arc<str>,
     pub(crate) pages: Arc<pages::Pages>,
-    pub(crate) guard: Arc<crate::auth::guard::Guard>,
+    pub(crate) guard: Arc<crate::api::guard::Guard>,
 }
 
 fn json(body: &Value) -> Response {
@@ -128,7 +137,7 @@ pub(crate) fn router(state: ClusterState) -> Router {
         ))
         .layer(middleware::from_fn_with_state(
             state.clone(),
-            crate::auth::guard::middleware,
+            crate::api::guard::middleware,
         ))
         .with_state(state)
 }

@@ -5,7 +5,7 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::table;
-use crate::resources::ResourceType;
+use crate::registry::resources::ResourceType;
 
 /// How objects are rendered in a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +39,7 @@ impl Representation {
         }
     }
 
-    /// A list response built by [`crate::ops::list`]; a Table's ages are as of the cluster time `now`.
+    /// A list response built by [`crate::registry::ops::list`]; a Table's ages are as of the cluster time `now`.
     pub(crate) fn list(self, resource: &ResourceType, list: Value, now: Timestamp) -> Value {
         let items = || list["items"].as_array().cloned().unwrap_or_default();
         let resource_version = list["metadata"]["resourceVersion"]
@@ -87,7 +87,7 @@ fn partial(object: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::find;
+    use crate::registry::resources::find;
 
     #[test]
     fn first_accept_entry_decides() {

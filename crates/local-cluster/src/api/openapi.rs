@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::resources::{self, RESOURCES, ResourceType};
+use crate::registry::resources::{self, RESOURCES, ResourceType};
 
 fn group_path(group: &str, version: &str) -> String {
     if group.is_empty() {

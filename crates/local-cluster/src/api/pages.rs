@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::status::ApiError;
+use crate::registry::api_error::ApiError;
 
 const KEPT: usize = 64;
 const LIFETIME: Duration = Duration::from_secs(5 * 60);

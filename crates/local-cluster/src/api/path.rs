@@ -1,7 +1,7 @@
 //! Parsing resource URLs (`/api/v1/namespaces/{ns}/pods/{name}/status`, `/apis/batch/v1/jobs`, ...) into the
 //! served type, namespace, name and subresource they address.
 
-use crate::resources::{self, ResourceType};
+use crate::registry::resources::{self, ResourceType};
 
 /// What a resource URL addresses.
 #[derive(Debug, Clone)]

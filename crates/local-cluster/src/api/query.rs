@@ -1,11 +1,11 @@
 //! Query strings: decoding (kube-rs sends `?&a=b`, so empty pairs are skipped) and the typed readers the
 //! handlers need.
 
-use crate::decode::FieldValidation;
-use crate::ops::{Filter, WriteOptions};
-use crate::resources::ResourceType;
-use crate::selector::{FieldSelector, LabelSelector};
-use crate::status::{ApiError, FieldError};
+use crate::registry::api_error::{ApiError, FieldError};
+use crate::registry::decode::FieldValidation;
+use crate::registry::ops::{Filter, WriteOptions};
+use crate::registry::resources::ResourceType;
+use crate::registry::selector::{FieldSelector, LabelSelector};
 
 /// The decoded query pairs, in order.
 #[derive(Debug, Clone, Default)]

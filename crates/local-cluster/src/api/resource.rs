@@ -13,13 +13,13 @@ use super::negotiate::Representation;
 use super::path::{self, Target};
 use super::query::Query;
 use super::{scale, watch};
-use crate::delete::{self, DeleteOptions, Deleted};
-use crate::meta;
-use crate::ops::{self, Part, Written};
-use crate::patch::PatchType;
-use crate::protobuf::{self, ProtobufError};
-use crate::resources::ResourceType;
-use crate::status::{ApiError, FieldError};
+use crate::api::protobuf::{self, ProtobufError};
+use crate::registry::api_error::{ApiError, FieldError};
+use crate::registry::delete::{self, DeleteOptions, Deleted};
+use crate::registry::meta;
+use crate::registry::ops::{self, Part, Written};
+use crate::registry::patch::PatchType;
+use crate::registry::resources::ResourceType;
 
 /// The largest request body the API server reads (its `MaxRequestBodyBytes`, 3 MiB).
 pub(crate) const MAX_BODY: usize = 3 << 20;

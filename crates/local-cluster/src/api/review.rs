@@ -11,10 +11,11 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::json;
+use super::policy;
 use super::request_info::{RequestInfo, ResourceAttributes};
-use crate::auth::{Identity, policy};
-use crate::resources::RESOURCES;
-use crate::status::ApiError;
+use crate::auth::Identity;
+use crate::registry::api_error::ApiError;
+use crate::registry::resources::RESOURCES;
 
 fn text(attributes: &Value, key: &str) -> String {
     attributes

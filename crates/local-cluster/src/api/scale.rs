@@ -9,14 +9,14 @@ use super::ClusterState;
 use super::path::Target;
 use super::query::Query;
 use super::resource::{ok, parse_body, patch_type};
-use crate::meta;
-use crate::ops::{self, Part, WriteOptions};
-use crate::patch::PatchType;
-use crate::status::{ApiError, FieldError};
+use crate::registry::api_error::{ApiError, FieldError};
+use crate::registry::meta;
+use crate::registry::ops::{self, Part, WriteOptions};
+use crate::registry::patch::PatchType;
 
 /// `autoscaling/v1` Scale view of a Deployment or ReplicaSet.
 fn scale_of(object: &Value) -> Value {
-    let selector = crate::selector::LabelSelector::from_object(
+    let selector = crate::registry::selector::LabelSelector::from_object(
         meta::at(object, &["spec", "selector"]).unwrap_or(&Value::Null),
     );
     let selector_text: Vec<String> = meta::at(object, &["spec", "selector", "matchLabels"])
@@ -65,14 +65,14 @@ pub(super) fn serve(
         Method::PATCH => {
             let mut scale = scale_of(&current);
             match patch_type(headers)? {
-                PatchType::Json => crate::patch::json_patch(&mut scale, body)?,
-                PatchType::Merge => crate::patch::merge_patch(
+                PatchType::Json => crate::registry::patch::json_patch(&mut scale, body)?,
+                PatchType::Merge => crate::registry::patch::merge_patch(
                     &mut scale,
                     &serde_json::from_slice(body)
                         .map_err(|e| ApiError::bad_request(e.to_string()))?,
                 ),
                 PatchType::Strategic | PatchType::Apply => {
-                    crate::patch::strategic_merge(
+                    crate::registry::patch::strategic_merge(
                         &mut scale,
                         &serde_json::from_slice(body)
                             .map_err(|e| ApiError::bad_request(e.to_string()))?,
@@ -100,7 +100,7 @@ pub(super) fn serve(
         merge["metadata"] = json!({"resourceVersion": rv});
     }
     let options = WriteOptions {
-        field_validation: crate::decode::FieldValidation::Ignore,
+        field_validation: crate::registry::decode::FieldValidation::Ignore,
         ..query.write_options()?
     };
     let written = ops::patch(

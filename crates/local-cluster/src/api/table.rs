@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
-use crate::meta;
-use crate::resources::ResourceType;
+use crate::registry::meta;
+use crate::registry::resources::ResourceType;
 
 /// A Table of `objects` (one row each), with ages as of the cluster time `now`.
 pub(crate) fn table(
@@ -172,208 +172,23 @@ fn age(object: &Value, path: &[&str], now: jiff::Timestamp) -> String {
         )
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "one short arm per served type; splitting by type would scatter one table"
-)]
+/// The cells of `object`'s row, in the order of [`columns`].
 fn cells(resource: &ResourceType, object: &Value, now: jiff::Timestamp) -> Vec<Value> {
     let name = Value::from(meta::name(object));
     let created = age(object, &["metadata", "creationTimestamp"], now);
-    let template = |spec_path: &[&str]| -> [Value; 2] {
-        let mut path = spec_path.to_vec();
-        path.extend(["template", "spec", "containers"]);
-        let containers = meta::at(object, &path)
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let names: Vec<&str> = containers
-            .iter()
-            .filter_map(|c| c.get("name").and_then(Value::as_str))
-            .collect();
-        let images: Vec<&str> = containers
-            .iter()
-            .filter_map(|c| c.get("image").and_then(Value::as_str))
-            .collect();
-        [Value::from(names.join(",")), Value::from(images.join(","))]
-    };
-    let selector = |path: &[&str]| Value::from(selector_text(meta::at(object, path)));
     match resource.plural {
-        "pods" => {
-            let statuses = meta::at(object, &["status", "containerStatuses"])
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let total = meta::at(object, &["spec", "containers"])
-                .and_then(Value::as_array)
-                .map_or(0, Vec::len);
-            let ready = statuses
-                .iter()
-                .filter(|s| s.get("ready") == Some(&Value::Bool(true)))
-                .count();
-            let restarts: i64 = statuses
-                .iter()
-                .map(|s| s.get("restartCount").and_then(Value::as_i64).unwrap_or(0))
-                .sum();
-            vec![
-                name,
-                json!(format!("{ready}/{total}")),
-                json!(pod_status(object, &statuses)),
-                json!(restarts.to_string()),
-                json!(created),
-                json!(meta::str_at(object, &["status", "podIP"]).unwrap_or("<none>")),
-                json!(meta::str_at(object, &["spec", "nodeName"]).unwrap_or("<none>")),
-                json!("<none>"),
-                json!("<none>"),
-            ]
-        }
-        "jobs" => {
-            let succeeded = int(object, &["status", "succeeded"]);
-            let completions =
-                match meta::at(object, &["spec", "completions"]).and_then(Value::as_i64) {
-                    Some(c) => format!("{succeeded}/{c}"),
-                    None => match int(object, &["spec", "parallelism"]) {
-                        p if p > 1 => format!("{succeeded}/1 of {p}"),
-                        _ => format!("{succeeded}/1"),
-                    },
-                };
-            let start = meta::str_at(object, &["status", "startTime"]).and_then(meta::parse_time);
-            let end = meta::str_at(object, &["status", "completionTime"])
-                .and_then(meta::parse_time)
-                .unwrap_or(now);
-            let duration = start
-                .map(|s| human_duration(end.duration_since(s)))
-                .unwrap_or_default();
-            let [containers, images] = template(&["spec"]);
-            vec![
-                name,
-                json!(job_status(object)),
-                json!(completions),
-                json!(duration),
-                json!(created),
-                containers,
-                images,
-                selector(&["spec", "selector"]),
-            ]
-        }
-        "cronjobs" => {
-            let active = meta::at(object, &["status", "active"])
-                .and_then(Value::as_array)
-                .map_or(0, Vec::len);
-            let last = if meta::at(object, &["status", "lastScheduleTime"]).is_some() {
-                age(object, &["status", "lastScheduleTime"], now)
-            } else {
-                "<none>".to_owned()
-            };
-            let [containers, images] = template(&["spec", "jobTemplate", "spec"]);
-            vec![
-                name,
-                json!(text(object, &["spec", "schedule"])),
-                json!(meta::str_at(object, &["spec", "timeZone"]).unwrap_or("<none>")),
-                json!(
-                    meta::at(object, &["spec", "suspend"])
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false)
-                ),
-                json!(active),
-                json!(last),
-                json!(created),
-                containers,
-                images,
-                selector(&["spec", "jobTemplate", "spec", "selector"]),
-            ]
-        }
-        "deployments" => {
-            let [containers, images] = template(&["spec"]);
-            vec![
-                name,
-                json!(format!(
-                    "{}/{}",
-                    int(object, &["status", "readyReplicas"]),
-                    int(object, &["spec", "replicas"])
-                )),
-                json!(int(object, &["status", "updatedReplicas"])),
-                json!(int(object, &["status", "availableReplicas"])),
-                json!(created),
-                containers,
-                images,
-                selector(&["spec", "selector"]),
-            ]
-        }
-        "replicasets" => {
-            let [containers, images] = template(&["spec"]);
-            vec![
-                name,
-                json!(int(object, &["spec", "replicas"])),
-                json!(int(object, &["status", "replicas"])),
-                json!(int(object, &["status", "readyReplicas"])),
-                json!(created),
-                containers,
-                images,
-                selector(&["spec", "selector"]),
-            ]
-        }
-        "events" => {
-            let last_seen = ["lastTimestamp", "eventTime", "firstTimestamp"]
-                .iter()
-                .find(|f| meta::at(object, &[f]).is_some_and(|v| !v.is_null()))
-                .map_or_else(|| created.clone(), |f| age(object, &[f], now));
-            let involved = format!(
-                "{}/{}",
-                text(object, &["involvedObject", "kind"]).to_lowercase(),
-                text(object, &["involvedObject", "name"])
-            );
-            vec![
-                json!(last_seen),
-                json!(text(object, &["type"])),
-                json!(text(object, &["reason"])),
-                json!(involved),
-                json!(text(object, &["message"])),
-            ]
-        }
+        "pods" => pod_cells(object, name, &created),
+        "jobs" => job_cells(object, name, &created, now),
+        "cronjobs" => cronjob_cells(object, name, &created, now),
+        "deployments" => deployment_cells(object, name, &created),
+        "replicasets" => replicaset_cells(object, name, &created),
+        "events" => event_cells(object, &created, now),
         "namespaces" => vec![
             name,
             json!(text(object, &["status", "phase"])),
             json!(created),
         ],
-        "nodes" => {
-            let ready = conditions(object)
-                .iter()
-                .any(|(t, s)| t == "Ready" && s == "True");
-            let roles: Vec<&str> = meta::labels(object)
-                .into_iter()
-                .flatten()
-                .filter_map(|(k, _)| k.strip_prefix("node-role.kubernetes.io/"))
-                .collect();
-            let address = |kind: &str| {
-                meta::at(object, &["status", "addresses"])
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .find(|a| a.get("type").and_then(Value::as_str) == Some(kind))
-                    .and_then(|a| a.get("address").and_then(Value::as_str))
-                    .unwrap_or("<none>")
-                    .to_owned()
-            };
-            vec![
-                name,
-                json!(if ready { "Ready" } else { "NotReady" }),
-                json!(if roles.is_empty() {
-                    "<none>".to_owned()
-                } else {
-                    roles.join(",")
-                }),
-                json!(created),
-                json!(text(object, &["status", "nodeInfo", "kubeletVersion"])),
-                json!(address("InternalIP")),
-                json!(address("ExternalIP")),
-                json!(text(object, &["status", "nodeInfo", "osImage"])),
-                json!(text(object, &["status", "nodeInfo", "kernelVersion"])),
-                json!(text(
-                    object,
-                    &["status", "nodeInfo", "containerRuntimeVersion"]
-                )),
-            ]
-        }
+        "nodes" => node_cells(object, name, &created),
         "configmaps" => {
             let data = ["data", "binaryData"]
                 .iter()
@@ -386,41 +201,7 @@ fn cells(resource: &ResourceType, object: &Value, now: jiff::Timestamp) -> Vec<V
                 .sum::<usize>();
             vec![name, json!(data), json!(created)]
         }
-        "services" => {
-            let ports: Vec<String> = meta::at(object, &["spec", "ports"])
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .map(|p| {
-                    format!(
-                        "{}/{}",
-                        p.get("port").and_then(Value::as_i64).unwrap_or(0),
-                        p.get("protocol").and_then(Value::as_str).unwrap_or("TCP")
-                    )
-                })
-                .collect();
-            let service_selector = meta::at(object, &["spec", "selector"])
-                .and_then(Value::as_object)
-                .map(|m| {
-                    m.iter()
-                        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-                        .collect::<Vec<_>>()
-                        .join(",")
-                });
-            vec![
-                name,
-                json!(text(object, &["spec", "type"])),
-                json!(meta::str_at(object, &["spec", "clusterIP"]).unwrap_or("<none>")),
-                json!("<none>"),
-                json!(if ports.is_empty() {
-                    "<none>".to_owned()
-                } else {
-                    ports.join(",")
-                }),
-                json!(created),
-                json!(service_selector.unwrap_or_else(|| "<none>".to_owned())),
-            ]
-        }
+        "services" => service_cells(object, name, &created),
         "leases" => vec![
             name,
             json!(meta::str_at(object, &["spec", "holderIdentity"]).unwrap_or("<none>")),
@@ -436,6 +217,251 @@ fn cells(resource: &ResourceType, object: &Value, now: jiff::Timestamp) -> Vec<V
         ],
         _ => vec![name, json!(created)],
     }
+}
+
+/// The container names and images of the pod template under `spec_path`, comma-separated.
+fn template_columns(object: &Value, spec_path: &[&str]) -> [Value; 2] {
+    let mut path = spec_path.to_vec();
+    path.extend(["template", "spec", "containers"]);
+    let containers = meta::at(object, &path)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let names: Vec<&str> = containers
+        .iter()
+        .filter_map(|c| c.get("name").and_then(Value::as_str))
+        .collect();
+    let images: Vec<&str> = containers
+        .iter()
+        .filter_map(|c| c.get("image").and_then(Value::as_str))
+        .collect();
+    [Value::from(names.join(",")), Value::from(images.join(","))]
+}
+
+/// The label selector at `path`, as kubectl prints it.
+fn selector_column(object: &Value, path: &[&str]) -> Value {
+    Value::from(selector_text(meta::at(object, path)))
+}
+
+/// A pod row: ready containers, status, restarts, age, IP and node.
+fn pod_cells(object: &Value, name: Value, created: &str) -> Vec<Value> {
+    let statuses = meta::at(object, &["status", "containerStatuses"])
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let total = meta::at(object, &["spec", "containers"])
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    let ready = statuses
+        .iter()
+        .filter(|s| s.get("ready") == Some(&Value::Bool(true)))
+        .count();
+    let restarts: i64 = statuses
+        .iter()
+        .map(|s| s.get("restartCount").and_then(Value::as_i64).unwrap_or(0))
+        .sum();
+    vec![
+        name,
+        json!(format!("{ready}/{total}")),
+        json!(pod_status(object, &statuses)),
+        json!(restarts.to_string()),
+        json!(created),
+        json!(meta::str_at(object, &["status", "podIP"]).unwrap_or("<none>")),
+        json!(meta::str_at(object, &["spec", "nodeName"]).unwrap_or("<none>")),
+        json!("<none>"),
+        json!("<none>"),
+    ]
+}
+
+/// A Job row: status, completions, duration, age, containers, images and selector.
+fn job_cells(object: &Value, name: Value, created: &str, now: jiff::Timestamp) -> Vec<Value> {
+    let succeeded = int(object, &["status", "succeeded"]);
+    let completions = match meta::at(object, &["spec", "completions"]).and_then(Value::as_i64) {
+        Some(c) => format!("{succeeded}/{c}"),
+        None => match int(object, &["spec", "parallelism"]) {
+            p if p > 1 => format!("{succeeded}/1 of {p}"),
+            _ => format!("{succeeded}/1"),
+        },
+    };
+    let start = meta::str_at(object, &["status", "startTime"]).and_then(meta::parse_time);
+    let end = meta::str_at(object, &["status", "completionTime"])
+        .and_then(meta::parse_time)
+        .unwrap_or(now);
+    let duration = start
+        .map(|s| human_duration(end.duration_since(s)))
+        .unwrap_or_default();
+    let [containers, images] = template_columns(object, &["spec"]);
+    vec![
+        name,
+        json!(job_status(object)),
+        json!(completions),
+        json!(duration),
+        json!(created),
+        containers,
+        images,
+        selector_column(object, &["spec", "selector"]),
+    ]
+}
+
+/// A CronJob row: schedule, time zone, suspend, active Jobs, last schedule, age, containers, images and selector.
+fn cronjob_cells(object: &Value, name: Value, created: &str, now: jiff::Timestamp) -> Vec<Value> {
+    let active = meta::at(object, &["status", "active"])
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    let last = if meta::at(object, &["status", "lastScheduleTime"]).is_some() {
+        age(object, &["status", "lastScheduleTime"], now)
+    } else {
+        "<none>".to_owned()
+    };
+    let [containers, images] = template_columns(object, &["spec", "jobTemplate", "spec"]);
+    vec![
+        name,
+        json!(text(object, &["spec", "schedule"])),
+        json!(meta::str_at(object, &["spec", "timeZone"]).unwrap_or("<none>")),
+        json!(
+            meta::at(object, &["spec", "suspend"])
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        ),
+        json!(active),
+        json!(last),
+        json!(created),
+        containers,
+        images,
+        selector_column(object, &["spec", "jobTemplate", "spec", "selector"]),
+    ]
+}
+
+/// A Deployment row: ready/wanted, up-to-date, available, age, containers, images and selector.
+fn deployment_cells(object: &Value, name: Value, created: &str) -> Vec<Value> {
+    let [containers, images] = template_columns(object, &["spec"]);
+    vec![
+        name,
+        json!(format!(
+            "{}/{}",
+            int(object, &["status", "readyReplicas"]),
+            int(object, &["spec", "replicas"])
+        )),
+        json!(int(object, &["status", "updatedReplicas"])),
+        json!(int(object, &["status", "availableReplicas"])),
+        json!(created),
+        containers,
+        images,
+        selector_column(object, &["spec", "selector"]),
+    ]
+}
+
+/// A ReplicaSet row: desired, current, ready, age, containers, images and selector.
+fn replicaset_cells(object: &Value, name: Value, created: &str) -> Vec<Value> {
+    let [containers, images] = template_columns(object, &["spec"]);
+    vec![
+        name,
+        json!(int(object, &["spec", "replicas"])),
+        json!(int(object, &["status", "replicas"])),
+        json!(int(object, &["status", "readyReplicas"])),
+        json!(created),
+        containers,
+        images,
+        selector_column(object, &["spec", "selector"]),
+    ]
+}
+
+/// An Event row: last seen, type, reason, object and message.
+fn event_cells(object: &Value, created: &str, now: jiff::Timestamp) -> Vec<Value> {
+    let last_seen = ["lastTimestamp", "eventTime", "firstTimestamp"]
+        .iter()
+        .find(|f| meta::at(object, &[f]).is_some_and(|v| !v.is_null()))
+        .map_or_else(|| created.to_owned(), |f| age(object, &[f], now));
+    let involved = format!(
+        "{}/{}",
+        text(object, &["involvedObject", "kind"]).to_lowercase(),
+        text(object, &["involvedObject", "name"])
+    );
+    vec![
+        json!(last_seen),
+        json!(text(object, &["type"])),
+        json!(text(object, &["reason"])),
+        json!(involved),
+        json!(text(object, &["message"])),
+    ]
+}
+
+/// A node row: status, roles, age, version, addresses, OS image, kernel and container runtime.
+fn node_cells(object: &Value, name: Value, created: &str) -> Vec<Value> {
+    let ready = conditions(object)
+        .iter()
+        .any(|(t, s)| t == "Ready" && s == "True");
+    let roles: Vec<&str> = meta::labels(object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, _)| k.strip_prefix("node-role.kubernetes.io/"))
+        .collect();
+    let address = |kind: &str| {
+        meta::at(object, &["status", "addresses"])
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|a| a.get("type").and_then(Value::as_str) == Some(kind))
+            .and_then(|a| a.get("address").and_then(Value::as_str))
+            .unwrap_or("<none>")
+            .to_owned()
+    };
+    vec![
+        name,
+        json!(if ready { "Ready" } else { "NotReady" }),
+        json!(if roles.is_empty() {
+            "<none>".to_owned()
+        } else {
+            roles.join(",")
+        }),
+        json!(created),
+        json!(text(object, &["status", "nodeInfo", "kubeletVersion"])),
+        json!(address("InternalIP")),
+        json!(address("ExternalIP")),
+        json!(text(object, &["status", "nodeInfo", "osImage"])),
+        json!(text(object, &["status", "nodeInfo", "kernelVersion"])),
+        json!(text(
+            object,
+            &["status", "nodeInfo", "containerRuntimeVersion"]
+        )),
+    ]
+}
+
+/// A Service row: type, cluster IP, external IP, ports, age and selector.
+fn service_cells(object: &Value, name: Value, created: &str) -> Vec<Value> {
+    let ports: Vec<String> = meta::at(object, &["spec", "ports"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            format!(
+                "{}/{}",
+                p.get("port").and_then(Value::as_i64).unwrap_or(0),
+                p.get("protocol").and_then(Value::as_str).unwrap_or("TCP")
+            )
+        })
+        .collect();
+    let service_selector = meta::at(object, &["spec", "selector"])
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join(",")
+        });
+    vec![
+        name,
+        json!(text(object, &["spec", "type"])),
+        json!(meta::str_at(object, &["spec", "clusterIP"]).unwrap_or("<none>")),
+        json!("<none>"),
+        json!(if ports.is_empty() {
+            "<none>".to_owned()
+        } else {
+            ports.join(",")
+        }),
+        json!(created),
+        json!(service_selector.unwrap_or_else(|| "<none>".to_owned())),
+    ]
 }
 
 /// `name: used/hard` for each resource of `spec.hard`, sorted by name; `limits.*` go to the second column.
@@ -586,7 +612,7 @@ pub(crate) fn human_duration(duration: jiff::SignedDuration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::find;
+    use crate::registry::resources::find;
 
     #[test]
     fn human_durations_follow_kubectl() {

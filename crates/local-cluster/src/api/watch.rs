@@ -17,10 +17,10 @@ use super::ClusterState;
 use super::negotiate::Representation;
 use super::query::Query;
 use crate::clock::Clock;
-use crate::ops::Filter;
-use crate::resources::ResourceType;
-use crate::status::{ApiError, FieldError};
-use crate::store::{Change, EventType, WatchStart};
+use crate::registry::api_error::{ApiError, FieldError};
+use crate::registry::ops::Filter;
+use crate::registry::resources::ResourceType;
+use crate::registry::store::{Change, EventType, WatchStart};
 
 /// Everything a running watch needs.
 struct Watch {
@@ -160,7 +160,7 @@ impl Watch {
     fn in_scope(&self, object: &Value) -> bool {
         self.namespace
             .as_deref()
-            .is_none_or(|ns| crate::meta::namespace(object) == ns)
+            .is_none_or(|ns| crate::registry::meta::namespace(object) == ns)
     }
 
     fn visible(&self, object: &Value) -> bool {

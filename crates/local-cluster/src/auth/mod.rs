@@ -1,16 +1,17 @@
-//! Who may reach the local cluster and what each identity may do (SPEC §10).
+//! Who may reach the local cluster (SPEC §10): identities, their groups, and the cluster's own CA.
 //!
 //! The server speaks TLS only, with a certificate of the cluster's own CA ([`pki`]). A client is authenticated
 //! by a client certificate of that CA — the common name is the user, each organisation a group, as Kubernetes
 //! reads certificates — or by the owner's bearer token; everything else gets 401, except `/version` and the
-//! health endpoints. [`policy`] decides what an identity may do: the owner (`system:masters`) everything, a tool
-//! (`O=toolforge, CN=<tool>`, the subject Toolforge's issuer gives) its own namespace `tool-<tool>` and the
-//! public ConfigMaps. [`guard`] is the HTTP middleware that enforces both, and refuses requests a browser could
-//! have been tricked into sending (foreign `Host`, any `Origin`, writes without an API media type).
+//! health endpoints. What each identity may do is decided in the HTTP layer, where requests are known
+//! (`api::policy`: the owner (`system:masters`) everything, a tool (`O=toolforge, CN=<tool>`, the subject
+//! Toolforge's issuer gives) its own namespace `tool-<tool>` and the public ConfigMaps), and enforced by its
+//! middleware (`api::guard`).
+//!
+//! This module imports no other part of the crate except `private_files`: the API layer, the TLS server and
+//! kubeconfigs build on it.
 
-pub(crate) mod guard;
 pub mod pki;
-pub(crate) mod policy;
 
 /// The group of the cluster's owner, who may do everything (as on Kubernetes).
 pub const ADMIN_GROUP: &str = "system:masters";

@@ -29,12 +29,46 @@ use tokio::time::Instant;
 
 use super::pids::PidFile;
 use super::probe::{Kind, Prober, Verdict};
+use super::script::{ContainerOutcome, Script, crash_backoff};
 use super::{Next, Stage, Step, bind, is_terminal, started_at, started_elsewhere, terminate};
 use crate::clock::Clock;
-use crate::controller::{Action, Key, Reconciler, pods};
-use crate::meta;
-use crate::script::{Outcome, ProcessOptions, Script, crash_backoff};
-use crate::store::{Change, ObjectKey, Store};
+use crate::controllers::framework::{Action, Key, Reconciler};
+use crate::registry::meta;
+use crate::registry::resources::pods;
+use crate::registry::store::{Change, ObjectKey, Store};
+
+/// How the process kubelet ([`Kubelet::Process`](super::Kubelet::Process)) runs containers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessOptions {
+    /// The tool's home, given to processes as `HOME` and `TOOL_DATA_DIR`; `None` uses the container's
+    /// `workingDir` (or the cluster's current directory without one).
+    pub tool_data_dir: Option<PathBuf>,
+    /// The first crash-loop back-off; it doubles per restart up to 30 times this (10 s → 300 s). Also how long
+    /// a failed image pull shows `ErrImagePull` before `ImagePullBackOff`.
+    pub restart_backoff: Duration,
+    /// The images the node can pull, exactly as pods name them; a container of any other image waits in
+    /// `ErrImagePull`, then `ImagePullBackOff`, and never runs. `None`: every image pulls.
+    pub images: Option<Vec<String>>,
+}
+
+impl ProcessOptions {
+    /// Whether the node can pull `image`.
+    pub(crate) fn pulls(&self, image: &str) -> bool {
+        self.images
+            .as_ref()
+            .is_none_or(|images| images.iter().any(|i| i == image))
+    }
+}
+
+impl Default for ProcessOptions {
+    fn default() -> Self {
+        ProcessOptions {
+            tool_data_dir: None,
+            restart_backoff: Duration::from_secs(10),
+            images: None,
+        }
+    }
+}
 
 /// How often a running process is checked for its end.
 const POLL: Duration = Duration::from_millis(25);
@@ -113,7 +147,7 @@ pub(crate) struct ProcessKubelet {
 
 impl ProcessKubelet {
     pub(crate) fn new(options: ProcessOptions, clock: Clock, pids: Option<PathBuf>) -> Self {
-        let script = Script::new(Outcome::RunForever)
+        let script = Script::new(ContainerOutcome::RunForever)
             .start_delay(Duration::ZERO)
             .restart_backoff(options.restart_backoff);
         ProcessKubelet {
@@ -517,13 +551,13 @@ impl ProcessKubelet {
             .and_then(Value::as_str)
             .unwrap_or_default();
         if !self.options.pulls(image) {
-            let (action, _) = step.start(&Outcome::ImagePullError);
+            let (action, _) = step.start(&ContainerOutcome::ImagePullError);
             run.state = State::PullFailed { at: Instant::now() };
             return (action, true);
         }
         let child = command(&container, &self.options).and_then(|mut c| c.spawn());
         let Ok(mut child) = child else {
-            let (action, next) = step.start(&Outcome::CannotStart);
+            let (action, next) = step.start(&ContainerOutcome::CannotStart);
             self.remember(run, next);
             return (action, next.is_some());
         };
@@ -546,7 +580,7 @@ impl ProcessKubelet {
         step.starting = has(Kind::Startup);
         // Every container starts not ready: without a startup or readiness probe it becomes ready once it has
         // stayed running through a status sync.
-        let (mut action, _) = step.start(&Outcome::NeverReady);
+        let (mut action, _) = step.start(&ContainerOutcome::NeverReady);
         action.requeue_after = Some(self.clock.cluster(POLL));
         run.state = State::Running(Box::new(Running {
             child,

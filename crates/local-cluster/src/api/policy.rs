@@ -1,0 +1,240 @@
+//! The authorization policy, as pure functions of an identity and a request: the owner may do everything; a
+//! tool may do what a Toolforge tool account may in its own namespace `tool-<tool>`, read the ConfigMaps every
+//! tool reads (`kube-public`, where the cluster announces itself, and `tf-public`, Toolforge's image table),
+//! and nothing cluster-wide; every authenticated identity may read discovery and OpenAPI and review its own
+//! access. Denials carry Kubernetes' RBAC wording.
+
+use serde_json::json;
+
+use crate::api::request_info::{RequestInfo, ResourceAttributes};
+use crate::auth::{ADMIN_GROUP, Identity};
+use crate::registry::api_error::ApiError;
+
+/// Namespaces whose ConfigMaps every identity may read.
+const PUBLIC_CONFIGMAP_NAMESPACES: [&str; 2] = ["kube-public", "tf-public"];
+/// What a tool may only read in its own namespace: quota and limits are set for it, not by it.
+const READ_ONLY_FOR_TOOLS: [&str; 3] = ["resourcequotas", "limitranges", "namespaces"];
+/// Paths outside `/api` and `/apis` every identity may `get`.
+const PUBLIC_PATH_PREFIXES: [&str; 7] = [
+    "/api", "/apis", "/openapi", "/version", "/healthz", "/readyz", "/livez",
+];
+/// The self-review kinds every identity may create (`kubectl auth can-i`, `auth whoami`).
+const SELF_REVIEWS: [(&str, &str); 3] = [
+    ("authorization.k8s.io", "selfsubjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectrulesreviews"),
+    ("authentication.k8s.io", "selfsubjectreviews"),
+];
+
+fn is_read(verb: &str) -> bool {
+    matches!(verb, "get" | "list" | "watch")
+}
+
+/// Whether `identity` may make `request`.
+pub(crate) fn allows(identity: &Identity, request: &RequestInfo) -> bool {
+    if identity.in_group(ADMIN_GROUP) {
+        return true;
+    }
+    let Some(resource) = &request.resource else {
+        return matches!(request.verb.as_str(), "get" | "head")
+            && PUBLIC_PATH_PREFIXES.iter().any(|prefix| {
+                request
+                    .path
+                    .strip_prefix(prefix)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            });
+    };
+    if request.verb == "create"
+        && resource.namespace.is_none()
+        && SELF_REVIEWS.contains(&(resource.group.as_str(), resource.resource.as_str()))
+    {
+        return true;
+    }
+    let Some(namespace) = resource.namespace.as_deref() else {
+        return false;
+    };
+    if is_read(&request.verb)
+        && resource.group.is_empty()
+        && resource.resource == "configmaps"
+        && resource.subresource.is_none()
+        && PUBLIC_CONFIGMAP_NAMESPACES.contains(&namespace)
+    {
+        return true;
+    }
+    match identity.tool() {
+        Some(tool) if namespace.strip_prefix("tool-") == Some(tool) => {
+            tool_may(&request.verb, resource)
+        }
+        _ => false,
+    }
+}
+
+/// What a tool may do in its own namespace.
+fn tool_may(verb: &str, resource: &ResourceAttributes) -> bool {
+    let read_only = READ_ONLY_FOR_TOOLS.contains(&resource.resource.as_str())
+        // Status is written by the controllers and the kubelet, not by the tool.
+        || resource.subresource.as_deref() == Some("status");
+    if resource.resource == "namespaces" && resource.name.is_none() {
+        // Listing namespaces is cluster-wide, even when the request came with a namespace.
+        return false;
+    }
+    !read_only || is_read(verb)
+}
+
+/// The 403 Kubernetes answers when its authorizer denies `request`.
+pub(crate) fn forbidden(identity: &Identity, request: &RequestInfo) -> ApiError {
+    let Some(resource) = &request.resource else {
+        return ApiError::forbidden(format!(
+            "forbidden: User \"{}\" cannot {} path \"{}\"",
+            identity.user, request.verb, request.path
+        ));
+    };
+    let qualified = if resource.group.is_empty() {
+        resource.resource.clone()
+    } else {
+        format!("{}.{}", resource.resource, resource.group)
+    };
+    let object = match &resource.name {
+        Some(name) => format!("{qualified} \"{name}\""),
+        None => qualified,
+    };
+    let scope = match &resource.namespace {
+        Some(namespace) => format!("in the namespace \"{namespace}\""),
+        None => "at the cluster scope".to_owned(),
+    };
+    let mut error = ApiError::forbidden(format!(
+        "{object} is forbidden: User \"{}\" cannot {} resource \"{}\" in API group \"{}\" {scope}",
+        identity.user,
+        request.verb,
+        resource.resource_and_subresource(),
+        resource.group,
+    ));
+    if let Some(name) = &resource.name {
+        error.details.insert("name".into(), json!(name));
+    }
+    if !resource.group.is_empty() {
+        error.details.insert("group".into(), json!(resource.group));
+    }
+    error
+        .details
+        .insert("kind".into(), json!(resource.resource));
+    error
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::Method;
+
+    use super::*;
+    use crate::auth::TOOL_GROUP;
+
+    fn tool(name: &str) -> Identity {
+        Identity {
+            user: name.to_owned(),
+            groups: vec![TOOL_GROUP.to_owned()],
+        }
+    }
+
+    fn request(method: &Method, uri: &str) -> RequestInfo {
+        RequestInfo::parse(method, &uri.parse().expect("uri"))
+    }
+
+    #[test]
+    fn a_tool_works_in_its_own_namespace_only() {
+        let a = tool("a");
+        for (method, uri) in [
+            (Method::POST, "/apis/batch/v1/namespaces/tool-a/jobs"),
+            (Method::DELETE, "/apis/batch/v1/namespaces/tool-a/jobs/x"),
+            (Method::GET, "/api/v1/namespaces/tool-a/pods/p/log"),
+            (
+                Method::PATCH,
+                "/apis/apps/v1/namespaces/tool-a/deployments/d",
+            ),
+            (Method::GET, "/api/v1/namespaces/tool-a/resourcequotas"),
+            (Method::GET, "/api/v1/namespaces/tool-a"),
+            (Method::GET, "/api/v1/namespaces/kube-public/configmaps/x"),
+            (
+                Method::GET,
+                "/api/v1/namespaces/tf-public/configmaps/image-config",
+            ),
+            (Method::GET, "/apis/batch/v1"),
+            (Method::GET, "/openapi/v3/apis/batch/v1"),
+            (
+                Method::POST,
+                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            ),
+        ] {
+            assert!(allows(&a, &request(&method, uri)), "{method} {uri}");
+        }
+        for (method, uri) in [
+            (Method::POST, "/apis/batch/v1/namespaces/tool-b/jobs"),
+            (Method::GET, "/api/v1/namespaces/tool-b/pods"),
+            (Method::GET, "/api/v1/namespaces/tool-ab/pods"),
+            (Method::GET, "/api/v1/pods"),
+            (Method::GET, "/api/v1/namespaces"),
+            (Method::GET, "/api/v1/nodes"),
+            (Method::DELETE, "/api/v1/namespaces/tool-a"),
+            (Method::PUT, "/api/v1/namespaces/tool-a/resourcequotas/q"),
+            (Method::POST, "/api/v1/namespaces/tool-a/limitranges"),
+            (
+                Method::PUT,
+                "/apis/batch/v1/namespaces/tool-a/jobs/x/status",
+            ),
+            (Method::PUT, "/api/v1/namespaces/kube-public/configmaps/x"),
+            (Method::GET, "/api/v1/namespaces/kube-public/secrets/x"),
+            (Method::GET, "/metrics"),
+        ] {
+            assert!(!allows(&a, &request(&method, uri)), "{method} {uri}");
+        }
+    }
+
+    #[test]
+    fn an_identity_outside_toolforge_gets_discovery_only() {
+        let stranger = Identity {
+            user: "a".to_owned(),
+            groups: vec![],
+        };
+        assert!(allows(&stranger, &request(&Method::GET, "/api/v1")));
+        assert!(!allows(
+            &stranger,
+            &request(&Method::GET, "/api/v1/namespaces/tool-a/pods")
+        ));
+        assert!(allows(
+            &Identity::admin(),
+            &request(&Method::DELETE, "/api/v1/namespaces/tool-b")
+        ));
+    }
+
+    #[test]
+    fn denials_use_rbac_wording() {
+        let a = tool("a");
+        let error = forbidden(
+            &a,
+            &request(&Method::POST, "/apis/batch/v1/namespaces/tool-b/jobs"),
+        );
+        assert_eq!(error.code, 403);
+        assert_eq!(
+            error.message,
+            "jobs.batch is forbidden: User \"a\" cannot create resource \"jobs\" in API group \"batch\" in the namespace \"tool-b\""
+        );
+        let log = forbidden(
+            &a,
+            &request(&Method::GET, "/api/v1/namespaces/tool-b/pods/p/log"),
+        );
+        assert_eq!(
+            log.message,
+            "pods \"p\" is forbidden: User \"a\" cannot get resource \"pods/log\" in API group \"\" in the namespace \"tool-b\""
+        );
+        assert_eq!(log.details["kind"], "pods");
+        let nodes = forbidden(&a, &request(&Method::GET, "/api/v1/nodes"));
+        assert!(
+            nodes.message.ends_with("at the cluster scope"),
+            "{}",
+            nodes.message
+        );
+        let path = forbidden(&a, &request(&Method::GET, "/metrics"));
+        assert_eq!(
+            path.message,
+            "forbidden: User \"a\" cannot get path \"/metrics\""
+        );
+    }
+}

@@ -1,0 +1,28 @@
+//! The registry: the object [`store::Store`] and everything a write goes through on its way in — decoding,
+//! defaulting, admission (LimitRanger, ResourceQuota), validation, patches and server-side apply, deletion with
+//! finalizers and propagation, and the garbage collector — plus the resource table, selectors, the API error
+//! type and the optional state file. The API, the controllers and the kubelet all write through [`ops`] and
+//! [`delete`], so every client sees the same resourceVersions, generations and watch events.
+//!
+//! The registry is the bottom layer: it imports only its own modules and the crate's foundations (`clock`,
+//! `private_files`, `schedule`), never the HTTP layer (`api`), the controllers or the kubelet. Modules only the
+//! write path itself needs are private to this folder.
+
+mod admission;
+pub(crate) mod api_error;
+pub(crate) mod decode;
+mod defaults;
+pub(crate) mod delete;
+mod events_view;
+mod gc;
+pub(crate) mod logs;
+pub(crate) mod meta;
+pub(crate) mod ops;
+pub(crate) mod patch;
+pub(crate) mod persist;
+mod quantity;
+pub(crate) mod resources;
+pub(crate) mod selector;
+mod server_side_apply;
+pub(crate) mod store;
+mod validation;

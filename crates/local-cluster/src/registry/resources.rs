@@ -1,0 +1,299 @@
+//! The resource types the local cluster serves, and the facts about each one that the generic API machinery
+//! needs: URL names, kind, scope, subresources, default deletion propagation and how to decode the type.
+//!
+//! Adding a type means adding one entry to [`RESOURCES`]; discovery, OpenAPI, routing and storage follow.
+
+use serde_json::Value;
+
+use crate::registry::decode::{RoundTrip, roundtrip};
+use crate::registry::events_view::{EVENTS, View};
+
+/// What happens to an owner's dependents when it is deleted (`DeleteOptions.propagationPolicy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    /// Dependents lose their ownerReference and keep existing.
+    Orphan,
+    /// The owner goes first; the garbage collector deletes dependents afterwards.
+    Background,
+    /// The owner waits (finalizer `foregroundDeletion`) until blocking dependents are gone.
+    Foreground,
+}
+
+/// One served resource type.
+#[derive(Debug)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent facts about a type, each read on its own"
+)]
+pub struct ResourceType {
+    /// API group, empty for the core group.
+    pub group: &'static str,
+    /// API version inside the group.
+    pub version: &'static str,
+    /// Plural lower-case name used in URLs; unique across the served types.
+    pub plural: &'static str,
+    /// Singular lower-case name used by discovery.
+    pub singular: &'static str,
+    /// Kind of the objects.
+    pub kind: &'static str,
+    /// Whether objects live in a namespace.
+    pub namespaced: bool,
+    /// Short names kubectl accepts (`cj`, `deploy`, ...).
+    pub short_names: &'static [&'static str],
+    /// Discovery categories (`all`).
+    pub categories: &'static [&'static str],
+    /// Whether the type has a `/status` subresource (and so ignores status on main writes).
+    pub has_status: bool,
+    /// Whether the type has a `/scale` subresource.
+    pub has_scale: bool,
+    /// Whether `metadata.generation` tracks spec changes.
+    pub tracks_generation: bool,
+    /// Propagation used when a delete request names none.
+    pub default_propagation: Propagation,
+    pub(crate) roundtrip: RoundTrip,
+    /// For a view of another type's storage (events.k8s.io Events), the conversions.
+    pub(crate) view: Option<&'static View>,
+}
+
+impl ResourceType {
+    /// `batch/v1`, or `v1` for the core group.
+    #[must_use]
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_owned()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// `jobs.batch`, or `pods` for the core group, as used in error messages.
+    #[must_use]
+    pub fn qualified_resource(&self) -> String {
+        qualify(self.plural, self.group)
+    }
+
+    /// `Job.batch`, or `Pod` for the core group, as used in Invalid messages.
+    #[must_use]
+    pub fn qualified_kind(&self) -> String {
+        qualify(self.kind, self.group)
+    }
+
+    /// The kind of a list of these objects (`JobList`).
+    #[must_use]
+    pub fn list_kind(&self) -> String {
+        format!("{}List", self.kind)
+    }
+
+    /// URL prefix of the group version: `/api/v1` or `/apis/batch/v1`.
+    #[must_use]
+    pub fn group_version_path(&self) -> String {
+        if self.group.is_empty() {
+            format!("/api/{}", self.version)
+        } else {
+            format!("/apis/{}/{}", self.group, self.version)
+        }
+    }
+
+    /// The object as clients of this type see it (converted when the type is a view of another's storage).
+    pub(crate) fn present(&self, object: Value) -> Value {
+        match self.view {
+            Some(view) => (view.from_storage)(object),
+            None => object,
+        }
+    }
+
+    /// Whether two types share storage.
+    pub(crate) fn is(&self, other: &ResourceType) -> bool {
+        self.plural == other.plural
+    }
+}
+
+fn qualify(name: &str, group: &str) -> String {
+    if group.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{name}.{group}")
+    }
+}
+
+const ALL: &[&str] = &["all"];
+
+macro_rules! resource {
+    ($group:expr, $version:expr, $plural:expr, $singular:expr, $kind:expr, $ty:ty, namespaced: $ns:expr,
+     short: $short:expr, categories: $cat:expr, status: $status:expr, scale: $scale:expr,
+     generation: $generation:expr, propagation: $prop:expr) => {
+        ResourceType {
+            group: $group,
+            version: $version,
+            plural: $plural,
+            singular: $singular,
+            kind: $kind,
+            namespaced: $ns,
+            short_names: $short,
+            categories: $cat,
+            has_status: $status,
+            has_scale: $scale,
+            tracks_generation: $generation,
+            default_propagation: $prop,
+            roundtrip: roundtrip::<$ty>,
+            view: None,
+        }
+    };
+}
+
+use k8s_openapi::api::{
+    apps::v1 as apps, batch::v1 as batch, coordination::v1 as coordination, core::v1 as core,
+};
+
+/// Every served type. Order is discovery order.
+pub static RESOURCES: &[ResourceType] = &[
+    resource!("", "v1", "namespaces", "namespace", "Namespace", core::Namespace, namespaced: false,
+        short: &["ns"], categories: &[], status: true, scale: false, generation: false,
+        propagation: Propagation::Background),
+    resource!("", "v1", "nodes", "node", "Node", core::Node, namespaced: false,
+        short: &["no"], categories: &[], status: true, scale: false, generation: false,
+        propagation: Propagation::Background),
+    resource!("", "v1", "pods", "pod", "Pod", core::Pod, namespaced: true,
+        short: &["po"], categories: ALL, status: true, scale: false, generation: false,
+        propagation: Propagation::Background),
+    resource!("", "v1", "services", "service", "Service", core::Service, namespaced: true,
+        short: &["svc"], categories: ALL, status: true, scale: false, generation: false,
+        propagation: Propagation::Background),
+    resource!("", "v1", "configmaps", "configmap", "ConfigMap", core::ConfigMap, namespaced: true,
+        short: &["cm"], categories: &[], status: false, scale: false, generation: false,
+        propagation: Propagation::Background),
+    resource!("", "v1", "limitranges", "limitrange", "LimitRange", core::LimitRange, namespaced: true,
+        short: &["limits"], categories: &[], status: false, scale: false, generation: false,
+        propagation: Propagation::Background),
+    resource!("", "v1", "resourcequotas", "resourcequota", "ResourceQuota", core::ResourceQuota,
+        namespaced: true, short: &["quota"], categories: &[], status: true, scale: false, generation: false,
+        propagation: Propagation::Background),
+    resource!("", "v1", "events", "event", "Event", core::Event, namespaced: true,
+        short: &["ev"], categories: &[], status: false, scale: false, generation: false,
+        propagation: Propagation::Background),
+    resource!("batch", "v1", "jobs", "job", "Job", batch::Job, namespaced: true,
+        short: &[], categories: ALL, status: true, scale: false, generation: true,
+        propagation: Propagation::Orphan),
+    resource!("batch", "v1", "cronjobs", "cronjob", "CronJob", batch::CronJob, namespaced: true,
+        short: &["cj"], categories: ALL, status: true, scale: false, generation: true,
+        propagation: Propagation::Background),
+    resource!("apps", "v1", "deployments", "deployment", "Deployment", apps::Deployment, namespaced: true,
+        short: &["deploy"], categories: ALL, status: true, scale: true, generation: true,
+        propagation: Propagation::Background),
+    resource!("apps", "v1", "replicasets", "replicaset", "ReplicaSet", apps::ReplicaSet, namespaced: true,
+        short: &["rs"], categories: ALL, status: true, scale: true, generation: true,
+        propagation: Propagation::Background),
+    resource!("coordination.k8s.io", "v1", "leases", "lease", "Lease", coordination::Lease, namespaced: true,
+        short: &[], categories: &[], status: false, scale: false, generation: false,
+        propagation: Propagation::Background),
+    ResourceType {
+        group: "events.k8s.io",
+        version: "v1",
+        plural: "events",
+        singular: "event",
+        kind: "Event",
+        namespaced: true,
+        short_names: &["ev"],
+        categories: &[],
+        has_status: false,
+        has_scale: false,
+        tracks_generation: false,
+        default_propagation: Propagation::Background,
+        roundtrip: roundtrip::<k8s_openapi::api::events::v1::Event>,
+        view: Some(&EVENTS),
+    },
+];
+
+/// The served type at `group`/`version`/`plural`.
+#[must_use]
+pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static ResourceType> {
+    RESOURCES
+        .iter()
+        .find(|r| r.group == group && r.version == version && r.plural == plural)
+}
+
+/// The served type for an object's `apiVersion` and `kind`.
+/// Views of another type's storage are never the type of a stored object.
+#[must_use]
+pub fn by_kind(api_version: &str, kind: &str) -> Option<&'static ResourceType> {
+    RESOURCES
+        .iter()
+        .find(|r| r.kind == kind && r.api_version() == api_version && r.view.is_none())
+}
+
+/// The served type with this plural name (plural names are unique across the served groups).
+pub(crate) fn by_plural(plural: &str) -> Option<&'static ResourceType> {
+    RESOURCES
+        .iter()
+        .find(|r| r.plural == plural && r.view.is_none())
+}
+
+/// The served type for a stored object, from its `apiVersion` and `kind`.
+pub(crate) fn of_object(object: &Value) -> Option<&'static ResourceType> {
+    by_kind(
+        object.get("apiVersion")?.as_str()?,
+        object.get("kind")?.as_str()?,
+    )
+}
+
+/// Pods, which controllers create, the kubelet runs and admission checks.
+pub(crate) fn pods() -> &'static ResourceType {
+    // Invariant: pods are in the static registry.
+    find("", "v1", "pods").expect("pods are served")
+}
+
+/// ReplicaSets, which the Deployment controller creates and the ReplicaSet controller runs.
+pub(crate) fn replicasets() -> &'static ResourceType {
+    // Invariant: replicasets are in the static registry.
+    find("apps", "v1", "replicasets").expect("replicasets are served")
+}
+
+/// Jobs.
+pub(crate) fn jobs() -> &'static ResourceType {
+    // Invariant: jobs are in the static registry.
+    find("batch", "v1", "jobs").expect("jobs are served")
+}
+
+/// The served group versions, in discovery order, core first.
+pub(crate) fn group_versions() -> Vec<(&'static str, &'static str)> {
+    let mut out: Vec<(&str, &str)> = Vec::new();
+    for r in RESOURCES {
+        if !out.contains(&(r.group, r.version)) {
+            out.push((r.group, r.version));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plural_names_are_unique_so_they_can_key_the_store_except_views() {
+        for (i, a) in RESOURCES.iter().enumerate() {
+            for b in &RESOURCES[i + 1..] {
+                assert!(a.plural != b.plural || b.view.is_some(), "{}", b.plural);
+            }
+        }
+        assert_eq!(
+            by_plural("events").map(|r| r.group),
+            Some(""),
+            "storage belongs to the core type"
+        );
+    }
+
+    #[test]
+    fn qualified_names_follow_kubernetes_messages() {
+        let jobs = find("batch", "v1", "jobs").expect("jobs are served");
+        assert_eq!(jobs.qualified_resource(), "jobs.batch");
+        assert_eq!(jobs.qualified_kind(), "Job.batch");
+        let pods = find("", "v1", "pods").expect("pods are served");
+        assert_eq!(pods.qualified_resource(), "pods");
+        assert_eq!(pods.api_version(), "v1");
+        assert_eq!(
+            by_kind("apps/v1", "Deployment").map(|r| r.plural),
+            Some("deployments")
+        );
+    }
+}

@@ -1,0 +1,526 @@
+//! The object store: every object of every type under one lock, one global resourceVersion counter, a bounded
+//! history of changes for watches that resume from a version, and a broadcast of changes for live watches (and,
+//! later, controllers).
+//!
+//! The store knows nothing about HTTP or validation: [`crate::registry::ops`] decides what to write, the store
+//! records it. Writes that change nothing do not bump the resourceVersion and produce no change event.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::clock::Clock;
+use crate::registry::api_error::ApiError;
+use crate::registry::logs::Logs;
+use crate::registry::meta;
+use crate::registry::persist::Journal;
+use crate::registry::resources::ResourceType;
+
+/// The type of a change, as watch events name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// The object was created.
+    Added,
+    /// The object was changed.
+    Modified,
+    /// The object was removed.
+    Deleted,
+}
+
+impl EventType {
+    /// `ADDED`, `MODIFIED` or `DELETED`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One committed change.
+#[derive(Debug)]
+pub struct Change {
+    /// Type of the changed object.
+    pub resource: &'static ResourceType,
+    /// What happened.
+    pub event: EventType,
+    /// The state before (None for creations).
+    pub old: Option<Value>,
+    /// The new state; for deletions the last state, carrying the deletion's resourceVersion.
+    pub object: Value,
+    /// The resourceVersion of this change.
+    pub resource_version: u64,
+    /// `object` as JSON text, rendered once and shared by every watch that sends it.
+    pub(crate) json: std::sync::OnceLock<String>,
+}
+
+/// Identifies a stored object.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct ObjectKey {
+    pub(crate) plural: &'static str,
+    pub(crate) namespace: String,
+    pub(crate) name: String,
+}
+
+impl ObjectKey {
+    pub(crate) fn new(resource: &'static ResourceType, namespace: &str, name: &str) -> Self {
+        ObjectKey {
+            plural: resource.plural,
+            namespace: if resource.namespaced {
+                namespace.to_owned()
+            } else {
+                String::new()
+            },
+            name: name.to_owned(),
+        }
+    }
+
+    pub(crate) fn of(resource: &'static ResourceType, object: &Value) -> Self {
+        Self::new(resource, meta::namespace(object), meta::name(object))
+    }
+}
+
+/// The state under the lock.
+#[derive(Debug)]
+pub(crate) struct Inner {
+    resource_version: u64,
+    objects: BTreeMap<ObjectKey, Value>,
+    history: VecDeque<Arc<Change>>,
+    history_limit: usize,
+    /// Changes at or below this version are no longer in `history`.
+    compacted: u64,
+    /// Server-side apply: the last configuration each field manager applied, per object.
+    pub(crate) applied: HashMap<(ObjectKey, String), Value>,
+    pending: Vec<Arc<Change>>,
+    /// What pods' containers printed; dropped with the pod.
+    pub(crate) logs: Logs,
+    /// The cluster's clock, for writes that stamp a time under the lock.
+    clock: Clock,
+}
+
+impl Inner {
+    /// The cluster's clock.
+    pub(crate) fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    pub(crate) fn resource_version(&self) -> u64 {
+        self.resource_version
+    }
+
+    pub(crate) fn get(&self, key: &ObjectKey) -> Option<&Value> {
+        self.objects.get(key)
+    }
+
+    /// Objects of one type, in one namespace or all, ordered by namespace then name.
+    pub(crate) fn list<'a>(
+        &'a self,
+        resource: &'static ResourceType,
+        namespace: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a Value> + 'a {
+        let start = ObjectKey {
+            plural: resource.plural,
+            namespace: namespace.unwrap_or_default().to_owned(),
+            name: String::new(),
+        };
+        self.objects
+            .range(start..)
+            .take_while(move |(k, _)| {
+                k.plural == resource.plural && namespace.is_none_or(|ns| k.namespace == ns)
+            })
+            .map(|(_, v)| v)
+    }
+
+    /// Every object (any type), for the garbage collector and the state file.
+    pub(crate) fn all(&self) -> impl Iterator<Item = (&ObjectKey, &Value)> {
+        self.objects.iter()
+    }
+
+    fn next_version(&mut self) -> u64 {
+        self.resource_version += 1;
+        self.resource_version
+    }
+
+    /// Stores a new object; the caller checked the key is free.
+    pub(crate) fn create(&mut self, resource: &'static ResourceType, mut object: Value) -> Value {
+        let rv = self.next_version();
+        meta::set_at(
+            &mut object,
+            &["metadata", "resourceVersion"],
+            Value::from(rv.to_string()),
+        );
+        self.objects
+            .insert(ObjectKey::of(resource, &object), object.clone());
+        self.record(resource, EventType::Added, None, object.clone(), rv);
+        object
+    }
+
+    /// Replaces a stored object. A write that changes nothing keeps the version and emits nothing.
+    pub(crate) fn update(&mut self, resource: &'static ResourceType, mut object: Value) -> Value {
+        let key = ObjectKey::of(resource, &object);
+        let Some(old) = self.objects.get(&key) else {
+            return self.create(resource, object);
+        };
+        if let Some(rv) = meta::resource_version(old) {
+            meta::set_at(
+                &mut object,
+                &["metadata", "resourceVersion"],
+                Value::from(rv),
+            );
+        }
+        if *old == object {
+            return object;
+        }
+        let old = old.clone();
+        let rv = self.next_version();
+        meta::set_at(
+            &mut object,
+            &["metadata", "resourceVersion"],
+            Value::from(rv.to_string()),
+        );
+        self.objects.insert(key, object.clone());
+        self.record(resource, EventType::Modified, Some(old), object.clone(), rv);
+        object
+    }
+
+    /// Removes an object; the returned last state carries the deletion's resourceVersion.
+    pub(crate) fn remove(
+        &mut self,
+        resource: &'static ResourceType,
+        key: &ObjectKey,
+    ) -> Option<Value> {
+        self.remove_as(resource, key, None)
+    }
+
+    /// Removes an object whose last state is `last` (e.g. with its final finalizer just removed), emitting only
+    /// the DELETED event, as an update that empties the finalizers of a deleting object does.
+    pub(crate) fn remove_as(
+        &mut self,
+        resource: &'static ResourceType,
+        key: &ObjectKey,
+        last: Option<Value>,
+    ) -> Option<Value> {
+        let stored = self.objects.remove(key)?;
+        self.applied.retain(|(k, _), _| k != key);
+        if resource.plural == "pods" && resource.group.is_empty() {
+            self.logs.remove_pod(&key.namespace, &key.name);
+        }
+        let rv = self.next_version();
+        let mut object = last.unwrap_or_else(|| stored.clone());
+        meta::set_at(
+            &mut object,
+            &["metadata", "resourceVersion"],
+            Value::from(rv.to_string()),
+        );
+        self.record(
+            resource,
+            EventType::Deleted,
+            Some(stored),
+            object.clone(),
+            rv,
+        );
+        Some(object)
+    }
+
+    /// The namespaces of the changes not yet published (what the quota refresh looks at).
+    pub(crate) fn pending_namespaces(&self) -> std::collections::BTreeSet<String> {
+        self.pending
+            .iter()
+            .filter(|change| change.resource.namespaced)
+            .map(|change| meta::namespace(&change.object).to_owned())
+            .collect()
+    }
+
+    fn record(
+        &mut self,
+        resource: &'static ResourceType,
+        event: EventType,
+        old: Option<Value>,
+        object: Value,
+        rv: u64,
+    ) {
+        let change = Arc::new(Change {
+            resource,
+            event,
+            old,
+            object,
+            resource_version: rv,
+            json: std::sync::OnceLock::new(),
+        });
+        self.history.push_back(Arc::clone(&change));
+        while self.history.len() > self.history_limit {
+            if let Some(dropped) = self.history.pop_front() {
+                self.compacted = dropped.resource_version;
+            }
+        }
+        self.pending.push(change);
+    }
+}
+
+/// Where a watch starts.
+#[derive(Debug)]
+pub(crate) enum WatchStart {
+    /// Current state (synthetic ADDED events) at this version.
+    Snapshot(Vec<Value>, u64),
+    /// The retained changes after the requested version.
+    Backlog(Vec<Arc<Change>>),
+    /// The requested version is older than the history; the oldest servable version is given.
+    Expired(u64),
+    /// The requested version is newer than the store's.
+    TooLarge(u64),
+}
+
+/// A handle on the store; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Store {
+    inner: Arc<Mutex<Inner>>,
+    changes: broadcast::Sender<Arc<Change>>,
+    /// Where committed changes are made durable, with a state file.
+    journal: Arc<OnceLock<Arc<Journal>>>,
+    clock: Clock,
+}
+
+impl Store {
+    /// An empty store whose cluster reads the time from `clock`.
+    pub(crate) fn new(history_limit: usize, clock: Clock) -> Self {
+        let (changes, _) = broadcast::channel(8192);
+        Store {
+            inner: Arc::new(Mutex::new(Inner {
+                resource_version: 1,
+                objects: BTreeMap::new(),
+                history: VecDeque::new(),
+                history_limit: history_limit.max(1),
+                compacted: 1,
+                applied: HashMap::new(),
+                pending: Vec::new(),
+                logs: Logs::default(),
+                clock,
+            })),
+            changes,
+            journal: Arc::new(OnceLock::new()),
+            clock,
+        }
+    }
+
+    /// The cluster's clock, which every component reads the time from.
+    #[must_use]
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock cannot leave a half-written object behind (writes are single
+        // inserts), so a poisoned lock is still consistent.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs a write under the lock, then the garbage collector and the quota usage count, then publishes the
+    /// changes in order, to watches and to the journal (still under the lock, so the journal's order is the
+    /// resourceVersion order).
+    pub(crate) fn write<T>(
+        &self,
+        f: impl FnOnce(&mut Inner) -> Result<T, ApiError>,
+    ) -> Result<T, ApiError> {
+        let mut inner = self.lock();
+        let result = f(&mut inner);
+        crate::registry::gc::collect(&mut inner);
+        crate::registry::admission::refresh_quotas(&mut inner);
+        let pending = std::mem::take(&mut inner.pending);
+        if !pending.is_empty() {
+            if let Some(journal) = self.journal.get() {
+                journal.append(&pending);
+            }
+            for change in pending {
+                // No receiver is fine: nobody watches.
+                let _ = self.changes.send(change);
+            }
+        }
+        result
+    }
+
+    /// Reads or writes the container logs under the lock.
+    pub(crate) fn logs<T>(&self, f: impl FnOnce(&mut Logs) -> T) -> T {
+        f(&mut self.lock().logs)
+    }
+
+    /// Runs a read under the lock.
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&Inner) -> T) -> T {
+        f(&self.lock())
+    }
+
+    /// Receives every committed change from now on (controllers subscribe here).
+    #[must_use]
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
+        self.changes.subscribe()
+    }
+
+    /// The current global resourceVersion.
+    #[must_use]
+    pub fn resource_version(&self) -> u64 {
+        self.lock().resource_version
+    }
+
+    /// One object, by type, namespace (ignored for cluster-scoped types) and name.
+    #[must_use]
+    pub fn get(
+        &self,
+        resource: &'static ResourceType,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Value> {
+        self.lock()
+            .get(&ObjectKey::new(resource, namespace, name))
+            .cloned()
+    }
+
+    /// All objects of a type.
+    #[must_use]
+    pub fn list(&self, resource: &'static ResourceType) -> Vec<Value> {
+        self.lock().list(resource, None).cloned().collect()
+    }
+
+    /// Drops the change history, so that every watch resuming from an earlier version gets 410 Expired.
+    pub fn compact(&self) {
+        let mut inner = self.lock();
+        inner.history.clear();
+        inner.compacted = inner.resource_version;
+    }
+
+    /// Resolves where a watch starts and subscribes it, atomically, so no change falls in between.
+    pub(crate) fn watch_from(
+        &self,
+        resource: &'static ResourceType,
+        namespace: Option<&str>,
+        from: Option<u64>,
+    ) -> (WatchStart, broadcast::Receiver<Arc<Change>>) {
+        let inner = self.lock();
+        let receiver = self.changes.subscribe();
+        let start = match from {
+            None => Self::snapshot_start(&inner, resource, namespace),
+            Some(rv) if rv > inner.resource_version => WatchStart::TooLarge(inner.resource_version),
+            Some(rv) if rv < inner.compacted => WatchStart::Expired(inner.compacted + 1),
+            Some(rv) => WatchStart::Backlog(
+                inner
+                    .history
+                    .iter()
+                    .filter(|c| c.resource_version > rv)
+                    .cloned()
+                    .collect(),
+            ),
+        };
+        (start, receiver)
+    }
+
+    fn snapshot_start(
+        inner: &Inner,
+        resource: &'static ResourceType,
+        namespace: Option<&str>,
+    ) -> WatchStart {
+        WatchStart::Snapshot(
+            inner.list(resource, namespace).cloned().collect(),
+            inner.resource_version,
+        )
+    }
+
+    /// Loads objects and the counter from a state file; history starts empty at that version.
+    pub(crate) fn restore(
+        &self,
+        resource_version: u64,
+        objects: Vec<(&'static ResourceType, Value)>,
+    ) {
+        let mut inner = self.lock();
+        for (resource, object) in objects {
+            inner
+                .objects
+                .insert(ObjectKey::of(resource, &object), object);
+        }
+        inner.resource_version = inner.resource_version.max(resource_version);
+        inner.compacted = inner.resource_version;
+    }
+
+    /// Journals every change from now on (a store has one journal at most: a second is ignored).
+    pub(crate) fn attach_journal(&self, journal: Arc<Journal>) {
+        let _ = self.journal.set(journal);
+    }
+
+    /// Waits until every change committed so far is durable (at once without a state file): a write is
+    /// acknowledged only then. Later changes may be covered by the same fsync, so this costs one at most.
+    pub(crate) async fn durable(&self) -> Result<(), ApiError> {
+        let Some(journal) = self.journal.get() else {
+            return Ok(());
+        };
+        journal.wait(self.resource_version()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::registry::resources::find;
+
+    fn configmaps() -> &'static ResourceType {
+        find("", "v1", "configmaps").expect("served")
+    }
+
+    fn cm(name: &str, data: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}, "data": {"k": data}})
+    }
+
+    #[test]
+    fn one_global_counter_and_no_op_writes_do_not_bump_it() {
+        let store = Store::new(100, crate::clock::Clock::default());
+        let mut events = store.subscribe();
+        let a = store
+            .write(|s| Ok(s.create(configmaps(), cm("a", "1"))))
+            .expect("writes");
+        let b = store
+            .write(|s| Ok(s.create(configmaps(), cm("b", "1"))))
+            .expect("writes");
+        assert_eq!(a["metadata"]["resourceVersion"], "2");
+        assert_eq!(b["metadata"]["resourceVersion"], "3");
+        let same = store
+            .write(|s| Ok(s.update(configmaps(), cm("a", "1"))))
+            .expect("writes");
+        assert_eq!(same["metadata"]["resourceVersion"], "2");
+        assert_eq!(store.resource_version(), 3);
+        let changed = store
+            .write(|s| Ok(s.update(configmaps(), cm("a", "2"))))
+            .expect("writes");
+        assert_eq!(changed["metadata"]["resourceVersion"], "4");
+        let types: Vec<EventType> = std::iter::from_fn(|| events.try_recv().ok())
+            .map(|c| c.event)
+            .collect();
+        assert_eq!(
+            types,
+            [EventType::Added, EventType::Added, EventType::Modified]
+        );
+    }
+
+    #[test]
+    fn deletions_carry_a_new_version_and_history_is_bounded() {
+        let store = Store::new(2, crate::clock::Clock::default());
+        store
+            .write(|s| Ok(s.create(configmaps(), cm("a", "1"))))
+            .expect("writes");
+        store
+            .write(|s| Ok(s.create(configmaps(), cm("b", "1"))))
+            .expect("writes");
+        let gone = store
+            .write(|s| Ok(s.remove(configmaps(), &ObjectKey::new(configmaps(), "default", "a"))))
+            .expect("writes")
+            .expect("existed");
+        assert_eq!(gone["metadata"]["resourceVersion"], "4");
+        let (start, _) = store.watch_from(configmaps(), None, Some(3));
+        assert!(matches!(start, WatchStart::Backlog(ref c) if c.len() == 1));
+        let (start, _) = store.watch_from(configmaps(), None, Some(1));
+        assert!(matches!(start, WatchStart::Expired(3)), "{start:?}");
+        let (start, _) = store.watch_from(configmaps(), None, Some(9));
+        assert!(matches!(start, WatchStart::TooLarge(4)));
+    }
+}

@@ -8,6 +8,12 @@
 //! This module does not compute run times (the `CronJob` controller does) and knows nothing of YAML: the caller
 //! passes the schedule string and turns a [`ScheduleError`] into a diagnostic with its byte range.
 //!
+//! The generic cron knowledge (the fields, their bounds and names, what each macro stands for) is `toolforge_cron`'s,
+//! the parser Kubernetes' reading lives in, and every `actual` expression must parse there (a debug assertion and
+//! the tests check it). The grammar is this module's own: upstream's differs from robfig/cron's on purpose (no
+//! range with a step, no `?`, no month names, day names only as whole items, `7` for Sunday) and its errors point
+//! at part of an item with upstream's words, so sharing robfig's item splitting would change what is refused or how.
+//!
 //! Where the reference leaves room, these are the readings this module implements:
 //! - A value starting with `@` is a macro and is matched exactly as written: case-sensitively and before any
 //!   lower-casing or trimming (the reference lower-cases only explicit expressions), so `@Daily` and `"@daily "` are
@@ -33,22 +39,14 @@ mod warnings;
 use std::fmt;
 use std::ops::Range;
 
+use toolforge_cron::Field;
+
 use self::python_random::PythonRandom;
 
 pub use self::warnings::warnings;
 
 /// The macros upstream accepts, exactly as they must be written.
 pub const MACROS: [&str; 5] = ["@hourly", "@daily", "@weekly", "@monthly", "@yearly"];
-
-/// The standard expression behind each of [`MACROS`], in the same order; the fields that are not `*` get
-/// randomised.
-const MACRO_EXPRESSIONS: [&str; 5] = [
-    "0 * * * *",
-    "0 0 * * *",
-    "0 0 * * 0",
-    "0 0 1 * *",
-    "0 0 1 1 *",
-];
 
 /// A validated schedule: what the user wrote and what Kubernetes gets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +76,12 @@ pub fn parse(text: &str, tool: &str, job: &str) -> Result<Schedule, ScheduleErro
     } else {
         normalise_expression(text)?
     };
+    // What upstream accepts, normalised, must be what Kubernetes' parser reads, or a valid file fails at apply time.
+    debug_assert_eq!(
+        toolforge_cron::check(&actual),
+        Ok(()),
+        "`{text}` became `{actual}`"
+    );
     Ok(Schedule {
         expression: text.to_owned(),
         actual,
@@ -86,10 +90,12 @@ pub fn parse(text: &str, tool: &str, job: &str) -> Result<Schedule, ScheduleErro
 
 /// Replaces a macro's pinned fields with upstream's deterministic random values.
 fn expand_macro(text: &str, tool: &str, job: &str) -> Result<String, ScheduleError> {
-    let Some((_, standard)) = MACROS
-        .iter()
-        .zip(MACRO_EXPRESSIONS)
-        .find(|(name, _)| **name == text)
+    // Each macro stands for the same five fields as the descriptor Kubernetes knows by that name; the fields that
+    // are not `*` get randomised.
+    let Some(standard) = MACROS
+        .contains(&text)
+        .then(|| toolforge_cron::descriptor(text))
+        .flatten()
     else {
         return Err(ScheduleError {
             message: format!(
@@ -105,93 +111,34 @@ fn expand_macro(text: &str, tool: &str, job: &str) -> Result<String, ScheduleErr
     // results.
     let fields: Vec<String> = standard
         .split(' ')
-        .zip(&FIELDS)
+        .zip(Field::ALL)
         .map(|(value, field)| {
             if value == "*" {
                 value.to_owned()
             } else {
-                random.randint(field.min, field.max).to_string()
+                random.randint(field.min(), field.max()).to_string()
             }
         })
         .collect();
     Ok(fields.join(" "))
 }
 
-/// Which of the five fields a [`Field`] is.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Unit {
-    Minute,
-    Hour,
-    DayOfMonth,
-    Month,
-    DayOfWeek,
-}
-
-/// One of the five fields of a cron expression.
-struct Field {
-    unit: Unit,
-    name: &'static str,
-    min: u32,
-    max: u32,
-}
-
-const FIELDS: [Field; 5] = [
-    Field {
-        unit: Unit::Minute,
-        name: "minute",
-        min: 0,
-        max: 59,
-    },
-    Field {
-        unit: Unit::Hour,
-        name: "hour",
-        min: 0,
-        max: 23,
-    },
-    Field {
-        unit: Unit::DayOfMonth,
-        name: "day of month",
-        min: 1,
-        max: 31,
-    },
-    Field {
-        unit: Unit::Month,
-        name: "month",
-        min: 1,
-        max: 12,
-    },
-    Field {
-        unit: Unit::DayOfWeek,
-        name: "day of week",
-        min: 0,
-        max: 6,
-    },
-];
-
-/// Day names in day-of-week order, Sunday = 0.
-const DAY_NAMES: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
-
-/// Month names, which upstream does not accept; used only to suggest the number.
-const MONTH_NAMES: [&str; 12] = [
-    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
-];
-
 /// Validates an explicit expression and returns its normalised form.
 fn normalise_expression(text: &str) -> Result<String, ScheduleError> {
     let fields = split_python_whitespace(text);
-    if fields.len() != FIELDS.len() {
+    if fields.len() != Field::ALL.len() {
         return Err(wrong_field_count(&fields));
     }
-    for ((start, value), field) in fields.iter().zip(&FIELDS) {
+    for ((start, value), field) in fields.iter().zip(Field::ALL) {
         check_field(field, value).map_err(|problem| problem.at(*start))?;
     }
     // Every accepted field is ASCII, so ASCII lower-casing is all of Python's `str.lower()` that can apply.
     let lowered: Vec<String> = fields
         .iter()
-        .zip(&FIELDS)
+        .zip(Field::ALL)
         .map(|((_, value), field)| {
             let value = value.to_ascii_lowercase();
-            if field.unit == Unit::DayOfWeek {
+            if field == Field::DayOfWeek {
                 sunday_as_zero(&value)
             } else {
                 value
@@ -215,8 +162,8 @@ fn wrong_field_count(fields: &[(usize, &str)]) -> ScheduleError {
     let end_of = |(start, value): &(usize, &str)| start + value.len();
     let (range, help) = match fields {
         [] => (None, None),
-        [first, ..] if fields.len() > FIELDS.len() => {
-            let extra = &fields[FIELDS.len()];
+        [first, ..] if fields.len() > Field::ALL.len() => {
+            let extra = &fields[Field::ALL.len()];
             let last = fields.last().unwrap_or(first);
             (
                 Some(extra.0..end_of(last)),
@@ -305,7 +252,7 @@ impl Problem {
 }
 
 /// Checks every comma-separated item of one field.
-fn check_field(field: &Field, value: &str) -> Result<(), Problem> {
+fn check_field(field: Field, value: &str) -> Result<(), Problem> {
     let mut offset = 0;
     for item in value.split(',') {
         check_item(field, &item.to_ascii_lowercase()).map_err(|mut problem| {
@@ -320,7 +267,7 @@ fn check_field(field: &Field, value: &str) -> Result<(), Problem> {
 /// Checks one list item: `*`, `N`, `A-B`, `*/S` or `N/S` (plus day names and `7` for the day of week).
 ///
 /// `item` is lower-cased with ASCII rules, which keeps byte offsets unchanged.
-fn check_item(field: &Field, item: &str) -> Result<(), Problem> {
+fn check_item(field: Field, item: &str) -> Result<(), Problem> {
     if item == "*" {
         return Ok(());
     }
@@ -343,12 +290,16 @@ fn check_item(field: &Field, item: &str) -> Result<(), Problem> {
                 step_range,
             ));
         }
-        if step_number.value > field.max {
+        if step_number.value > field.max() {
             return Err(Problem::new(
-                format!("Step value {step_number} must be at most {}", field.max),
+                format!("Step value {step_number} must be at most {}", field.max()),
                 step_range,
             )
-            .help(format!("{} steps go from 1 to {}", field.name, field.max)));
+            .help(format!(
+                "{} steps go from 1 to {}",
+                field.name(),
+                field.max()
+            )));
         }
         return Ok(());
     }
@@ -356,20 +307,20 @@ fn check_item(field: &Field, item: &str) -> Result<(), Problem> {
         let end_offset = start_text.len() + 1;
         let start = number(field, start_text, item, 0)?;
         let end = number(field, end_text, item, end_offset)?;
-        if start.value < field.min {
+        if start.value < field.min() {
             return Err(Problem::new(
-                format!("Start value {start} must be at least {}", field.min),
+                format!("Start value {start} must be at least {}", field.min()),
                 0..start_text.len(),
             )
             .help(help::bounds_help(field)));
         }
-        if end.value > field.max {
+        if end.value > field.max() {
             let problem = Problem::new(
-                format!("End value {end} must be at most {}", field.max),
+                format!("End value {end} must be at most {}", field.max()),
                 end_offset..item.len(),
             );
             return Err(
-                if field.unit == Unit::DayOfWeek && end.value == 7 && start.value > 0 {
+                if field == Field::DayOfWeek && end.value == 7 && start.value > 0 {
                     problem.help(format!(
                         "Sunday is `0` in ranges: write `{}`",
                         help::through_sunday(start.value)
@@ -389,7 +340,7 @@ fn check_item(field: &Field, item: &str) -> Result<(), Problem> {
         }
         return Ok(());
     }
-    if field.unit == Unit::DayOfWeek && (item == "7" || DAY_NAMES.contains(&item)) {
+    if field == Field::DayOfWeek && (item == "7" || field.value_of_name(item).is_some()) {
         return Ok(());
     }
     let value = number(field, item, item, 0)?;
@@ -397,17 +348,17 @@ fn check_item(field: &Field, item: &str) -> Result<(), Problem> {
 }
 
 /// Checks a single value like upstream checks the range `N-N`.
-fn check_bounds(field: &Field, value: &Number, range: Range<usize>) -> Result<(), Problem> {
-    if value.value < field.min {
+fn check_bounds(field: Field, value: &Number, range: Range<usize>) -> Result<(), Problem> {
+    if value.value < field.min() {
         return Err(Problem::new(
-            format!("Start value {value} must be at least {}", field.min),
+            format!("Start value {value} must be at least {}", field.min()),
             range,
         )
         .help(help::bounds_help(field)));
     }
-    if value.value > field.max {
+    if value.value > field.max() {
         return Err(Problem::new(
-            format!("End value {value} must be at most {}", field.max),
+            format!("End value {value} must be at most {}", field.max()),
             range,
         )
         .help(help::bounds_help(field)));
@@ -431,7 +382,7 @@ impl fmt::Display for Number<'_> {
 
 /// Reads `text`, found at `offset` inside `item`, as a number of `field`, explaining what is wrong if it is not one.
 fn number<'a>(
-    field: &Field,
+    field: Field,
     text: &'a str,
     item: &str,
     offset: usize,
@@ -447,23 +398,24 @@ fn number<'a>(
     } else {
         offset..offset + text.len()
     };
-    let problem = Problem::new(format!("Invalid {} value '{text}'", field.name), range);
-    let is_day_name = DAY_NAMES.contains(&text);
-    let month = MONTH_NAMES.iter().position(|&name| name == text);
-    let help = if field.unit == Unit::DayOfWeek && is_day_name {
+    let problem = Problem::new(format!("Invalid {} value '{text}'", field.name()), range);
+    // Names are looked up only to explain: upstream takes day names as whole items (see `check_item`) and month
+    // names not at all.
+    let name_value = field.value_of_name(text);
+    let help = if field == Field::DayOfWeek && name_value.is_some() {
         help::day_name_help(item)
-    } else if let (Unit::Month, Some(month)) = (field.unit, month) {
-        format!("month names are not supported: write `{}`", month + 1)
+    } else if let (Field::Month, Some(month)) = (field, name_value) {
+        format!("month names are not supported: write `{month}`")
     } else if text.is_empty() {
         "every item between commas, and both ends of a range, need a value".to_owned()
     } else {
         format!(
             "a {} is `*`, a number from {} to {}, a range like `{}-{}` or a step like `*/2`, or a comma list of these",
-            field.name,
-            field.min,
-            field.max,
-            field.min,
-            field.min + 1
+            field.name(),
+            field.min(),
+            field.max(),
+            field.min(),
+            field.min() + 1
         )
     };
     Err(problem.help(help))
@@ -537,6 +489,7 @@ mod tests {
                 let schedule = parse(name, tool, job).expect("macros are valid");
                 assert_eq!(schedule.actual, expected, "{name} for {tool}/{job}");
                 assert_eq!(schedule.expression, *name);
+                assert_eq!(toolforge_cron::check(&schedule.actual), Ok(()));
             }
         }
     }
@@ -719,6 +672,7 @@ for line in sys.stdin:
                 schedule.expression, text,
                 "the user's text is kept verbatim"
             );
+            assert_eq!(toolforge_cron::check(&schedule.actual), Ok(()), "{text:?}");
         }
     }
 
@@ -1083,6 +1037,7 @@ for line in sys.stdin:
             match parse(&text, "tool", "job") {
                 Ok(schedule) => {
                     prop_assert_eq!(schedule.actual.split(' ').count(), 5);
+                    prop_assert_eq!(toolforge_cron::check(&schedule.actual), Ok(()));
                     prop_assert_eq!(parse(&schedule.actual, "other", "tool").map(|again| again.actual), Ok(schedule.actual.clone()));
                     let _ = warnings(&schedule);
                 }
@@ -1096,6 +1051,7 @@ for line in sys.stdin:
         #[test]
         fn macros_always_expand_to_valid_expressions(tool in any::<String>(), job in any::<String>(), index in 0..5_usize) {
             let schedule = parse(MACROS[index], &tool, &job).expect("macros are valid");
+            prop_assert_eq!(toolforge_cron::check(&schedule.actual), Ok(()));
             prop_assert_eq!(parse(&schedule.actual, &tool, &job).map(|again| again.actual), Ok(schedule.actual.clone()));
         }
     }

@@ -5,12 +5,11 @@
 //! current time; [`of`] picks what belongs to the job. The vocabulary is upstream's: a short status (`pending`,
 //! `running`, `succeeded`, `failed`, `unknown`), how long it has been so, and messages such as `restarted (3)`,
 //! `exitcode 1` or `Unable to start, out of quota for cpu, memory`; scheduled jobs also get their previous and next
-//! run times ([`cron`]).
-
-pub mod cron;
+//! run times (the next one from `toolforge_cron`).
 
 use std::collections::BTreeSet;
 
+use jiff::tz::TimeZone;
 use jiff::{Timestamp, ToSpan};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
@@ -302,8 +301,24 @@ fn scheduled(cron_job: &CronJob, related: Related<'_>, now: Timestamp) -> Status
     status.next_schedule = cron_job
         .spec
         .as_ref()
-        .and_then(|spec| cron::next_after(&spec.schedule, spec.time_zone.as_deref(), now));
+        .and_then(|spec| next_run(&spec.schedule, spec.time_zone.as_deref(), now));
     status
+}
+
+/// When a CronJob's `schedule` runs next after `after`, in `time_zone` (UTC when `None`); `None` when the schedule
+/// or the zone cannot be read, or it never runs.
+///
+/// Only five fields are read, `7` as Sunday too: the reading status has always had. The loader expands upstream's
+/// macros, so toolforge-jobs never sends a descriptor, and a CronJob the API server accepted has no `7`.
+fn next_run(schedule: &str, time_zone: Option<&str>, after: Timestamp) -> Option<Timestamp> {
+    let schedule =
+        toolforge_cron::Schedule::parse_fields(schedule, toolforge_cron::Sunday::ZeroOrSeven)
+            .ok()?;
+    let zone = match time_zone {
+        Some(name) => TimeZone::get(name).ok()?,
+        None => TimeZone::UTC,
+    };
+    schedule.next_after(after, &zone)
 }
 
 /// A continuous job (or webservice): running when a pod runs, failed when it cannot start.
@@ -573,6 +588,28 @@ mod tests {
     use serde_json::json;
 
     const NOW: &str = "2026-11-30T12:00:00Z";
+
+    #[test]
+    fn next_run_reads_five_fields_in_the_cron_jobs_time_zone() {
+        let next = |schedule, zone| next_run(schedule, zone, now()).map(|time| time.to_string());
+        assert_eq!(
+            next("0 18 * * *", None).as_deref(),
+            Some("2026-11-30T18:00:00Z")
+        );
+        assert_eq!(
+            next("0 18 * * *", Some("Europe/Berlin")).as_deref(),
+            Some("2026-11-30T17:00:00Z")
+        );
+        // 2026-11-30 is a Monday.
+        assert_eq!(
+            next("0 0 * * 7", None).as_deref(),
+            Some("2026-12-06T00:00:00Z")
+        );
+        assert_eq!(next("0 18 * * *", Some("Mars/Olympus")), None);
+        assert_eq!(next("@daily", None), None);
+        assert_eq!(next("61 * * * *", None), None);
+        assert_eq!(next("0 0 31 2 *", None), None);
+    }
 
     fn now() -> Timestamp {
         NOW.parse().unwrap()

@@ -3,7 +3,9 @@
 //! Upstream only says what is wrong; these texts go into [`ScheduleError::help`](super::ScheduleError::help) and
 //! never change whether a schedule is accepted.
 
-use super::{DAY_NAMES, Field, MACROS, Unit, is_python_whitespace};
+use toolforge_cron::Field;
+
+use super::{MACROS, is_python_whitespace};
 
 /// Suggests the intended macro for an invalid one.
 pub(super) fn macro_help(text: &str) -> Option<String> {
@@ -38,20 +40,26 @@ pub(super) fn macro_help(text: &str) -> Option<String> {
     Some(help)
 }
 
-pub(super) fn bounds_help(field: &Field) -> String {
+pub(super) fn bounds_help(field: Field) -> String {
     format!(
         "the {} goes from {} to {}",
-        field.name, field.min, field.max
+        field.name(),
+        field.min(),
+        field.max()
     )
 }
 
 /// The number of a day-of-week value written as a name or a number, with `7` read as Sunday.
 fn day_number(text: &str) -> Option<u32> {
-    match DAY_NAMES.iter().position(|&name| name == text) {
-        Some(position) => u32::try_from(position).ok(),
-        None if text == "7" => Some(0),
-        None => text.parse().ok().filter(|value| *value <= 6),
+    let day_of_week = Field::DayOfWeek;
+    if text == "7" {
+        return Some(0);
     }
+    day_of_week.value_of_name(text).or_else(|| {
+        text.parse()
+            .ok()
+            .filter(|value| *value <= day_of_week.max())
+    })
 }
 
 /// Help for a day name used inside a range or step: the same item with numbers, when that is valid.
@@ -80,22 +88,22 @@ pub(super) fn day_name_help(item: &str) -> String {
 
 /// Help for `A-B/S`: the same times as a list, or the step alone.
 pub(super) fn range_step_help(
-    field: &Field,
+    field: Field,
     item: &str,
     start: &str,
     end: &str,
     step: &str,
 ) -> String {
     // Day names are not valid here either, but reading them lets the suggestion fix both mistakes at once.
-    let bound = |text: &str| match field.unit {
-        Unit::DayOfWeek => day_number(text),
+    let bound = |text: &str| match field {
+        Field::DayOfWeek => day_number(text),
         _ => text.parse().ok(),
     };
     let generic = "use a list like `1,6,11` or a step like `*/5`".to_owned();
     let (Some(start), Some(end), Ok(step)) = (bound(start), bound(end), step.parse::<u32>()) else {
         return generic;
     };
-    if step == 0 || step > field.max || start > end || start < field.min || end > field.max {
+    if step == 0 || step > field.max() || start > end || start < field.min() || end > field.max() {
         return generic;
     }
     if step == 1 {
@@ -110,7 +118,7 @@ pub(super) fn range_step_help(
         .map(u32::to_string)
         .collect::<Vec<_>>()
         .join(",");
-    if final_pick + step > field.max {
+    if final_pick + step > field.max() {
         // Nothing past `end` would be picked anyway, so `start/step` (start to the field's maximum) is the same.
         format!("write `{start}/{step}`, which means the same, or the list `{list}`")
     } else {
@@ -124,14 +132,14 @@ pub(super) fn through_sunday(start: u32) -> String {
 }
 
 /// Help for a reversed range such as `22-2`, which usually means "wrap around the end of the field".
-pub(super) fn wrap_around_help(field: &Field, start: u32, end: u32) -> String {
-    if start > field.max {
+pub(super) fn wrap_around_help(field: Field, start: u32, end: u32) -> String {
+    if start > field.max() {
         return bounds_help(field);
     }
     format!(
         "ranges go from low to high and do not wrap around; write `{},{}`",
-        range_text(start, field.max),
-        range_text(field.min, end)
+        range_text(start, field.max()),
+        range_text(field.min(), end)
     )
 }
 

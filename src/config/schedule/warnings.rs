@@ -3,7 +3,9 @@
 //! Upstream's `@monthly` and `@yearly` may land on day 29 to 31, and `@yearly` even on a date that does not exist;
 //! explicit expressions can do the same. Nothing here rejects a schedule: upstream accepts all of these.
 
-use super::{FIELDS, Field, Schedule, Unit, split_python_whitespace};
+use toolforge_cron::Field;
+
+use super::{Schedule, split_python_whitespace};
 
 /// Points out schedules that run rarely or never.
 ///
@@ -58,8 +60,8 @@ fn calendar_warning(
     if !is_unrestricted(day_of_week) || is_unrestricted(day_of_month) {
         return None;
     }
-    let days = values(Unit::DayOfMonth, day_of_month)?;
-    let months = values(Unit::Month, month)?;
+    let days = values(Field::DayOfMonth, day_of_month)?;
+    let months = values(Field::Month, month)?;
     let first_day = *days.first()?;
     let month_has_day = |month: u32| month_length(month).is_some_and(|length| first_day <= length);
     let running: Vec<u32> = months
@@ -106,8 +108,7 @@ fn is_unrestricted(field: &str) -> bool {
 }
 
 /// The sorted numbers a valid day-of-month or month field selects; `None` if it is not valid.
-fn values(unit: Unit, text: &str) -> Option<Vec<u32>> {
-    let field: &Field = FIELDS.iter().find(|field| field.unit == unit)?;
+fn values(field: Field, text: &str) -> Option<Vec<u32>> {
     let mut selected = Vec::new();
     for item in text.split(',') {
         let (range, step) = match item.split_once('/') {
@@ -116,14 +117,14 @@ fn values(unit: Unit, text: &str) -> Option<Vec<u32>> {
         };
         let (start, end) = match range.split_once('-') {
             Some((start, end)) => (start.parse().ok()?, end.parse().ok()?),
-            None if range == "*" => (field.min, field.max),
-            None if item.contains('/') => (range.parse().ok()?, field.max),
+            None if range == "*" => (field.min(), field.max()),
+            None if item.contains('/') => (range.parse().ok()?, field.max()),
             None => {
                 let value = range.parse().ok()?;
                 (value, value)
             }
         };
-        if start < field.min || end > field.max {
+        if start < field.min() || end > field.max() {
             return None;
         }
         selected.extend((start..=end).step_by(usize::try_from(step).ok()?));

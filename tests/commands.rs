@@ -718,17 +718,7 @@ async fn status_shows_the_lock_holder_and_the_inventory() {
         "{text}"
     );
 
-    let now = jiff::Timestamp::now().to_string();
-    let lease: Lease = serde_json::from_value(json!({
-        "metadata": {"name": "toolforge-jobs"},
-        "spec": {"holderIdentity": "watch by someone@host (pid 1)", "leaseDurationSeconds": 60,
-            "acquireTime": now, "renewTime": now}
-    }))
-    .unwrap();
-    Api::<Lease>::namespaced(cluster.client.clone(), NAMESPACE)
-        .create(&PostParams::default(), &lease)
-        .await
-        .unwrap();
+    cluster.hold_lock("watch by someone@host (pid 1)").await;
     let status = cluster.run(&["status", "-o", "json"]).await;
     let report: Value = serde_json::from_str(&status.expect_code(0).stdout).unwrap();
     assert_eq!(report["lock"]["holder"], "watch by someone@host (pid 1)");
@@ -893,4 +883,64 @@ async fn logs_prints_the_out_file_to_stdout_and_the_err_file_to_stderr_also_when
     );
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_restart_and_delete_write_under_the_lock_and_create_no_inventory() {
+    let cluster = Cluster::start_with(Script::new(ContainerOutcome::RunForever)).await;
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), NAMESPACE);
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client.clone(), NAMESPACE);
+    let run = [
+        "run",
+        "lone",
+        "--command",
+        "./lone.sh",
+        "--image",
+        "python3.11",
+    ];
+    cluster
+        .run(&[&run[..], &["--continuous"]].concat())
+        .await
+        .expect_code(0);
+    let lone = deployments.get("lone").await.unwrap();
+    assert!(
+        config_maps
+            .get_opt("toolforge-jobs")
+            .await
+            .unwrap()
+            .is_none(),
+        "a job outside any file is recorded in no inventory, and none is created for it"
+    );
+
+    // Another writer (an apply, the daemon) holds the tool's lock: nothing is written.
+    cluster.hold_lock("apply by someone@host (pid 1)").await;
+    for args in [
+        &["restart", "lone"][..],
+        &["delete", "lone"],
+        &["flush"],
+        &["run", "other", "--command", "x", "--image", "python3.11"],
+    ] {
+        let held = cluster.run(args).await;
+        held.expect_code(6);
+        assert!(
+            held.stderr
+                .contains("held by apply by someone@host (pid 1)"),
+            "{args:?}: {}",
+            held.stderr
+        );
+    }
+    let after = deployments.get("lone").await.unwrap();
+    assert_eq!(after.metadata.uid, lone.metadata.uid, "not deleted");
+    assert_eq!(
+        after.spec.unwrap().template.metadata,
+        lone.spec.unwrap().template.metadata,
+        "not restarted"
+    );
+    assert!(
+        Api::<KubeJob>::namespaced(cluster.client.clone(), NAMESPACE)
+            .get_opt("other")
+            .await
+            .unwrap()
+            .is_none()
+    );
 }

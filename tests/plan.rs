@@ -1652,3 +1652,148 @@ fn plans_a_thousand_jobs_quickly() {
         "planning 1 000 jobs took {elapsed:?}"
     );
 }
+
+/// The rendered workload of `job` as listed: with a UID, and a status when given.
+fn listed(rendered: &Rendered, uid: &str) -> Value {
+    let mut object = serde_json::to_value(&rendered.workload).unwrap();
+    object["metadata"]["uid"] = json!(uid);
+    object
+}
+
+#[test]
+fn run_creates_the_rendered_objects_without_inventory_labels() {
+    let desired =
+        jobs("- {name: web, command: ./web, image: python3.11, continuous: true, port: 8000}\n");
+    let (job, rendered) = &desired[0];
+    let plan = plan::imperative::create(&job.name, rendered);
+    let action = plan.action("web").unwrap();
+    assert_eq!(action.action, Action::Create);
+    let kinds: Vec<ObjectKind> = action
+        .writes
+        .iter()
+        .map(|write| write.object.kind)
+        .collect();
+    assert_eq!(kinds, [ObjectKind::Deployment, ObjectKind::Service]);
+    for write in &action.writes {
+        let labels = write.manifest["metadata"]["labels"].as_object().unwrap();
+        assert!(
+            !labels.contains_key("jobs.toolforge.org/inventory"),
+            "{labels:?}"
+        );
+        assert!(
+            !labels.contains_key("applyset.kubernetes.io/part-of"),
+            "{labels:?}"
+        );
+        assert_eq!(
+            labels["app.kubernetes.io/managed-by"],
+            "toolforge-jobs-framework"
+        );
+    }
+    assert!(action.records.is_none() && !action.records_run);
+}
+
+#[test]
+fn delete_removes_the_workload_and_only_a_framework_service_by_uid_and_forgets_the_record() {
+    let desired = jobs(
+        "- {name: web, command: ./web, image: python3.11, continuous: true, port: 8000}\n\
+         - {name: bot, command: ./bot, image: python3.11, continuous: true}\n",
+    );
+    let web = render::LiveObject::from_json(listed(&desired[0].1, "u-web")).unwrap();
+    let bot = render::LiveObject::from_json(listed(&desired[1].1, "u-bot")).unwrap();
+    let mut service = serde_json::to_value(desired[0].1.service.as_ref().unwrap()).unwrap();
+    service["metadata"]["uid"] = json!("u-web-service");
+    let mut foreign_service = service.clone();
+    foreign_service["metadata"]["name"] = json!("bot");
+    foreign(&mut foreign_service);
+    let live = LiveState::from_json(vec![service, foreign_service]).unwrap();
+
+    let plan = plan::imperative::delete([("web", &web), ("bot", &bot)], &live);
+    let deletes = |job: &str| -> Vec<(ObjectKind, Option<String>)> {
+        plan.action(job)
+            .unwrap()
+            .deletes
+            .iter()
+            .map(|delete| (delete.object.kind, delete.object.uid.clone()))
+            .collect()
+    };
+    assert_eq!(
+        deletes("web"),
+        [
+            (ObjectKind::Deployment, Some("u-web".to_owned())),
+            (ObjectKind::Service, Some("u-web-service".to_owned()))
+        ]
+    );
+    assert_eq!(
+        deletes("bot"),
+        [(ObjectKind::Deployment, Some("u-bot".to_owned()))],
+        "a Service without the managed-by label is not ours"
+    );
+    assert!(
+        plan.actions
+            .iter()
+            .all(|action| action.action == Action::Delete
+                && action.records == Some(plan::RecordUpdate::Forget)
+                && action.writes.is_empty())
+    );
+}
+
+#[test]
+fn restart_plans_a_rolling_restart_a_run_now_or_a_rerun() {
+    let desired = jobs(
+        "- {name: bot, command: ./bot, image: python3.11, continuous: true}\n\
+         - {name: nightly, command: ./n, image: python3.11, schedule: '0 3 * * *'}\n\
+         - {name: migrate, command: ./m, image: python3.11}\n",
+    );
+    let bot = render::LiveObject::from_json(listed(&desired[0].1, "u-bot")).unwrap();
+    let nightly = render::LiveObject::from_json(listed(&desired[1].1, "u-nightly")).unwrap();
+    let mut migrate_json = listed(&desired[2].1, "u-migrate");
+    migrate_json["spec"]["selector"] =
+        json!({"matchLabels": {"batch.kubernetes.io/controller-uid": "u-migrate"}});
+    migrate_json["spec"]["template"]["metadata"]["labels"]["job-name"] = json!("migrate");
+    let migrate = render::LiveObject::from_json(migrate_json).unwrap();
+    // Two runs of the CronJob: one still running, one finished; and a Job of another owner.
+    let run = |name: &str, owner: &str, active: i32| {
+        json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "uid": format!("u-{name}"),
+                "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob", "name": "x", "uid": owner}]},
+            "status": {"active": active}})
+    };
+    let live = LiveState::from_json(vec![
+        run("nightly-1", "u-nightly", 1),
+        run("nightly-2", "u-nightly", 0),
+        run("other-1", "u-other", 1),
+    ])
+    .unwrap();
+    let now = "2026-12-02T12:00:00Z";
+
+    let rolling = plan::imperative::restart("bot", &bot, &live, now);
+    let action = rolling.action("bot").unwrap();
+    assert_eq!(action.action, Action::Update);
+    assert_eq!(action.writes[0].object.uid.as_deref(), Some("u-bot"));
+    assert_eq!(
+        action.writes[0].manifest["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"],
+        now
+    );
+
+    let run_now = plan::imperative::restart("nightly", &nightly, &live, now);
+    let action = run_now.action("nightly").unwrap();
+    assert!(action.runs_now && action.writes.is_empty());
+    let deleted: Vec<&str> = action
+        .deletes
+        .iter()
+        .map(|delete| delete.object.name.as_str())
+        .collect();
+    assert_eq!(deleted, ["nightly-1"], "only its running runs");
+
+    let rerun = plan::imperative::restart("migrate", &migrate, &live, now);
+    let action = rerun.action("migrate").unwrap();
+    assert_eq!(action.action, Action::Replace);
+    assert_eq!(action.deletes[0].object.uid.as_deref(), Some("u-migrate"));
+    let created = &action.writes[0].manifest;
+    assert!(created["spec"]["selector"].is_null(), "{created}");
+    assert!(created["metadata"]["uid"].is_null(), "{created}");
+    assert!(
+        created["spec"]["template"]["metadata"]["labels"]["job-name"].is_null(),
+        "{created}"
+    );
+}

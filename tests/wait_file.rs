@@ -11,9 +11,8 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job as KubeJob;
-use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::{Api, PostParams};
-use serde_json::{Value, json};
+use kube::api::Api;
+use serde_json::Value;
 use support::{Cluster, NAMESPACE, eventually};
 use toolforge_local_cluster::{ContainerOutcome, Script};
 
@@ -154,17 +153,9 @@ async fn the_timeout_exits_5_while_the_holder_has_not_applied_the_content() {
     let cluster = Cluster::start().await;
     cluster.write_jobs(BOT);
     // Somebody holds the lock and never applies.
-    let now = jiff::Timestamp::now().to_string();
-    let lease: Lease = serde_json::from_value(json!({
-        "metadata": {"name": "toolforge-jobs"},
-        "spec": {"holderIdentity": "watch by someone@elsewhere (pid 1)", "leaseDurationSeconds": 60,
-            "acquireTime": now, "renewTime": now}
-    }))
-    .unwrap();
-    Api::<Lease>::namespaced(cluster.client.clone(), NAMESPACE)
-        .create(&PostParams::default(), &lease)
-        .await
-        .unwrap();
+    cluster
+        .hold_lock("watch by someone@elsewhere (pid 1)")
+        .await;
     let started = Instant::now();
     let waited = cluster.run(&["wait", "--timeout", "2s"]).await;
     waited

@@ -25,7 +25,7 @@ use futures::StreamExt as _;
 use tokio::sync::{Mutex, watch as channel};
 
 use crate::cluster::inventory::{InventoryStore, InventoryWriteError};
-use crate::plan::{Action, LiveState, Plan, PlannedAction, RecordUpdate, Wait};
+use crate::plan::{Action, LiveState, ObjectRef, Plan, PlannedAction, RecordUpdate, Wait};
 use crate::render::Rendered;
 use crate::render::inventory::{
     ApplyRecord, ApplyResult, Inventory, JobRecord, Rollout, RunOutcome, RunRecord,
@@ -87,6 +87,10 @@ pub struct Applied {
     pub barriers: Vec<String>,
     /// The jobs a stop ended the wait for (they go on).
     pub not_waited_for: Vec<String>,
+    /// The objects each job's deletes removed (not those that were gone already), in the order deleted.
+    pub deleted: BTreeMap<String, Vec<ObjectRef>>,
+    /// The Jobs started from a scheduled job's CronJob now: job name → Job name.
+    pub ran_now: BTreeMap<String, String>,
 }
 
 /// Why an apply stopped.
@@ -238,31 +242,63 @@ impl Executor {
                 .await?;
             return Ok(applied);
         }
-        let results: Vec<_> = futures::stream::iter(prunes)
+        self.run_prunes(&prunes, applied).await
+    }
+
+    /// Carries out the prunes (all at once, bounded), then records in one inventory write what they removed and,
+    /// when everything succeeded, the complete apply.
+    async fn run_prunes(
+        &self,
+        prunes: &[&PlannedAction],
+        mut applied: Applied,
+    ) -> Result<Applied, ApplyError> {
+        let results: Vec<_> = futures::stream::iter(prunes.iter().copied())
             .map(|action| self.run_action(action))
             .buffer_unordered(self.options.concurrency.max(1))
             .collect()
             .await;
+        // What was deleted is recorded also when another delete failed.
+        let mut first_error = None;
         let mut removed = Vec::new();
         for result in results {
-            removed.push(result?.job);
+            match result {
+                Ok(outcome) => removed.push(outcome),
+                Err(error) => {
+                    first_error.get_or_insert(error);
+                }
+            }
         }
-        applied.changed.extend(removed.iter().cloned());
-        let record = self.apply_record(&applied, ApplyResult::Complete);
+        for outcome in &removed {
+            applied.note(outcome);
+        }
+        let record = first_error
+            .is_none()
+            .then(|| self.apply_record(&applied, ApplyResult::Complete))
+            .flatten();
         let now = jiff::Timestamp::now();
-        self.inventory
-            .lock()
-            .await
+        let mut inventory = self.inventory.lock().await;
+        // Without a record to keep or drop and nothing to note, no inventory is written (nor created where there
+        // is none: `delete` of a job no inventory has).
+        let recorded =
+            |outcome: &ActionOutcome| inventory.current().jobs.contains_key(&outcome.job);
+        if record.is_none() && !removed.iter().any(recorded) {
+            return first_error.map_or(Ok(applied), Err);
+        }
+        inventory
             .update(|inventory| {
-                for job in &removed {
-                    inventory.prune(job, now);
+                for outcome in &removed {
+                    if outcome.records == Some(RecordUpdate::Forget) {
+                        inventory.jobs.remove(&outcome.job);
+                    } else {
+                        inventory.prune(&outcome.job, now);
+                    }
                 }
                 if let Some(record) = &record {
                     inventory.last_apply = Some(record.clone());
                 }
             })
             .await?;
-        Ok(applied)
+        first_error.map_or(Ok(applied), Err)
     }
 
     /// Carries out one stage: its runs recorded first, its actions concurrently, then what they did recorded.
@@ -316,16 +352,8 @@ impl Executor {
                 first_error.get_or_insert(error);
             }
         }
-        for outcome in succeeded {
-            if let Some(uid) = outcome.job_uid {
-                applied.started_jobs.insert(outcome.job.clone(), uid);
-            }
-            if let Some(written) = outcome.deployment.clone() {
-                applied.deployments.insert(outcome.job.clone(), written);
-            }
-            if outcome.changed {
-                applied.changed.push(outcome.job);
-            }
+        for outcome in &succeeded {
+            applied.note(outcome);
         }
         first_error.map_or(Ok(()), Err)
     }
@@ -535,6 +563,28 @@ impl Executor {
     }
 }
 
+impl Applied {
+    /// Adds what one action did.
+    fn note(&mut self, outcome: &ActionOutcome) {
+        if let Some(uid) = &outcome.job_uid {
+            self.started_jobs.insert(outcome.job.clone(), uid.clone());
+        }
+        if let Some(written) = outcome.deployment.clone() {
+            self.deployments.insert(outcome.job.clone(), written);
+        }
+        if !outcome.deleted.is_empty() {
+            self.deleted
+                .insert(outcome.job.clone(), outcome.deleted.clone());
+        }
+        if let Some(job) = &outcome.ran_now {
+            self.ran_now.insert(outcome.job.clone(), job.clone());
+        }
+        if outcome.changed {
+            self.changed.push(outcome.job.clone());
+        }
+    }
+}
+
 /// What one action left behind.
 #[derive(Debug)]
 struct ActionOutcome {
@@ -549,6 +599,10 @@ struct ActionOutcome {
     deployment: Option<(String, i64)>,
     /// What the job's record learns besides.
     records: Option<RecordUpdate>,
+    /// The objects its deletes removed.
+    deleted: Vec<ObjectRef>,
+    /// The Job it started from the job's CronJob.
+    ran_now: Option<String>,
 }
 
 /// Actions that write nothing but whose job's inventory record is written (an `unchanged` job whose record was

@@ -1,5 +1,5 @@
 //! One action's requests: its deletes (waiting for a replaced object's UID to be gone), its writes, and the
-//! immediate run of a scheduled job whose triggers changed.
+//! immediate run of a scheduled job (its triggers changed, or `restart`).
 
 use k8s_openapi::api::batch::v1::Job as KubeJob;
 use kube::api::{
@@ -33,6 +33,8 @@ pub enum WriteError {
         name: String,
         seconds: u64,
     },
+    #[error("{kind:?} `{name}` was not listed: there is nothing to start a run from")]
+    NotListed { kind: ObjectKind, name: String },
     #[error("the rendered {kind:?} `{name}` is not a Kubernetes object")]
     Manifest {
         kind: ObjectKind,
@@ -53,18 +55,23 @@ pub(super) async fn carry_out(
         suspended: false,
         deployment: None,
         records: action.records,
+        deleted: Vec::new(),
+        ran_now: None,
     };
     for delete in &action.deletes {
         let written_again = action.writes.iter().any(|write| {
             write.object.kind == delete.object.kind && write.object.name == delete.object.name
         });
-        remove(executor, action, delete, written_again).await?;
+        if remove(executor, action, delete, written_again).await? {
+            outcome.deleted.push(delete.object.clone());
+        }
     }
+    let mut cron_job = None;
     for write in &action.writes {
         let written = put(executor, write).await?;
         match write.object.kind {
             ObjectKind::Job => {
-                outcome.job_uid = written.metadata.uid.clone();
+                outcome.job_uid.clone_from(&written.metadata.uid);
                 outcome.suspended = write.verb == WriteVerb::Create;
             }
             ObjectKind::Deployment => {
@@ -74,15 +81,8 @@ pub(super) async fn carry_out(
                     .clone()
                     .zip(written.metadata.generation);
             }
-            ObjectKind::CronJob if action.runs_now => {
-                let job = run_now(executor, &written).await?;
-                executor.progress.event(Event::new(
-                    &action.job,
-                    EventKind::Step,
-                    format!("triggers changed: started Job `{job}` from the CronJob"),
-                ));
-            }
-            ObjectKind::CronJob | ObjectKind::Service => {}
+            ObjectKind::CronJob => cron_job = Some(written.clone()),
+            ObjectKind::Service => {}
         }
         executor.progress.event(Event::new(
             &action.job,
@@ -95,7 +95,37 @@ pub(super) async fn carry_out(
             ),
         ));
     }
+    if action.runs_now {
+        // Written by this action (its triggers changed), else as listed (`restart`).
+        let cron_job = match cron_job {
+            Some(written) => written,
+            None => live_cron_job(executor, &action.job)?,
+        };
+        let job = run_now(executor, &cron_job).await?;
+        executor.progress.event(Event::new(
+            &action.job,
+            EventKind::Step,
+            format!("started Job `{job}` from the CronJob"),
+        ));
+        outcome.ran_now = Some(job);
+    }
     Ok(outcome)
+}
+
+/// The listed CronJob of `job`.
+fn live_cron_job(executor: &Executor, job: &str) -> Result<DynamicObject, WriteError> {
+    let manifest = executor
+        .live
+        .manifest(ObjectKind::CronJob, job)
+        .ok_or_else(|| WriteError::NotListed {
+            kind: ObjectKind::CronJob,
+            name: job.to_owned(),
+        })?;
+    serde_json::from_value(manifest).map_err(|source| WriteError::Manifest {
+        kind: ObjectKind::CronJob,
+        name: job.to_owned(),
+        source,
+    })
 }
 
 fn api(executor: &Executor, kind: ObjectKind) -> Api<DynamicObject> {
@@ -115,12 +145,13 @@ fn params() -> PostParams {
 
 /// Deletes the object planned against (by UID); when it is written again, waits until that UID is gone. The
 /// watch is opened before the object is looked at, so a deletion that completes in between is not missed.
+/// Whether this delete removed it (`false`: it was gone already, or replaced by another object since).
 async fn remove(
     executor: &Executor,
     action: &PlannedAction,
     delete: &Delete,
     written_again: bool,
-) -> Result<(), WriteError> {
+) -> Result<bool, WriteError> {
     let object = &delete.object;
     let api = api(executor, object.kind);
     let params = DeleteParams {
@@ -140,23 +171,26 @@ async fn remove(
         name: object.name.clone(),
         source,
     };
-    match retry::transient("delete", || api.delete(&object.name, &params)).await {
-        Ok(_) => {}
+    let deleted = match retry::transient("delete", || api.delete(&object.name, &params)).await {
+        Ok(_) => true,
         // Gone already, or replaced by somebody else since we listed it (UID precondition): nothing of ours to
         // delete any more.
-        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {}
+        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => false,
         Err(source) => return Err(api_error(source)),
-    }
-    executor.progress.event(Event::new(
-        &action.job,
-        EventKind::Step,
-        format!("deleted {:?} `{}`", object.kind, object.name),
-    ));
+    };
+    let step = if deleted {
+        format!("deleted {:?} `{}`", object.kind, object.name)
+    } else {
+        format!("{:?} `{}` was gone already", object.kind, object.name)
+    };
+    executor
+        .progress
+        .event(Event::new(&action.job, EventKind::Step, step));
     if !written_again {
-        return Ok(());
+        return Ok(deleted);
     }
     let Some(uid) = &object.uid else {
-        return Ok(());
+        return Ok(deleted);
     };
     executor.progress.event(Event::new(
         &action.job,
@@ -168,7 +202,7 @@ async fn remove(
     ));
     let gone = await_condition(api.clone(), &object.name, conditions::is_deleted(uid));
     match tokio::time::timeout(executor.options.deletion_timeout, gone).await {
-        Ok(Ok(_)) => Ok(()),
+        Ok(Ok(_)) => Ok(deleted),
         Ok(Err(error)) => Err(api_error(kube::Error::Service(Box::new(error)))),
         Err(_) => Err(WriteError::NotGone {
             kind: object.kind,
@@ -300,11 +334,12 @@ fn guarded(executor: &Executor, write: &Write) -> Value {
     manifest
 }
 
-/// Starts a Job from a CronJob's template now, as `kubectl create job --from=cronjob/NAME` does.
+/// Starts a Job from a CronJob's template now, as `kubectl create job --from=cronjob/NAME` does, named as
+/// upstream's `restart` names it: `<cronjob>-<unix time>`.
 async fn run_now(executor: &Executor, cron_job: &DynamicObject) -> Result<String, WriteError> {
     let cron_name = cron_job.metadata.name.clone().unwrap_or_default();
     let seconds = jiff::Timestamp::now().as_second();
-    let name = format!("{cron_name}-{seconds:x}");
+    let name = format!("{cron_name}-{seconds}");
     let template = &cron_job.data["spec"]["jobTemplate"];
     let mut annotations = template["metadata"]["annotations"].clone();
     if !annotations.is_object() {

@@ -15,7 +15,6 @@ use clap::Args;
 use crate::apply::Progress;
 use crate::cli::planning::{PlanArgs, prepare};
 use crate::cli::{Error, GlobalArgs, OutputFormat, diff};
-use crate::cluster::embedded;
 use crate::cluster::lock::{self, Lock};
 use crate::output::{ExitStatus, Printer, plan as plan_view, progress};
 use crate::pipeline::{self, CarriedOut, CarryOut, Planned, Prepared};
@@ -83,14 +82,7 @@ pub(crate) async fn run(
     let lock = if args.dry_run || !planned.needs_writes() {
         None
     } else {
-        if planned.connection.embedded.is_some() {
-            embedded::ensure_namespace(&planned.connection.client, &planned.namespace)
-                .await
-                .map_err(|source| Error::Namespace {
-                    namespace: planned.namespace.clone(),
-                    source,
-                })?;
-        }
+        pipeline::writable_namespace(&planned.connection, &planned.namespace).await?;
         let lock = lock::acquire(
             &planned.connection.client,
             &planned.namespace,

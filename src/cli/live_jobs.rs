@@ -1,21 +1,27 @@
-//! What `list`, `show`, `logs`, `delete`, `flush` and `dump` share: the tool's jobs as they run, read from the
+//! What `list`, `show`, `logs`, `delete`, `flush`, `restart`, `run` and `dump` share: the tool's jobs as they run, read from the
 //! cluster in one round of requests (one LIST per workload kind, one of the pods, one of the events), each read
-//! back into the job it runs and given its status ([`crate::status`]).
+//! back into the job it runs and given its status ([`crate::status`]); and carrying out the imperative commands'
+//! plans there.
 //!
 //! Only objects with the jobs framework's managed-by label are jobs here (ours, upstream's, `run`'s); Jobs a
 //! CronJob spawned are runs of that scheduled job, not jobs of their own.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, ListParams};
 use serde::Serialize;
 
+use crate::apply::Applied;
 use crate::cli::{Error, GlobalArgs, jobs_file, tool_name};
 use crate::cluster::{self, Connection, ContextInputs, Passwd, ReadError, Snapshot};
 use crate::config::ToolName;
 use crate::config::image::ImageState;
+use crate::output::progress::LogProgress;
+use crate::pipeline::imperative::{self, Imperative, InventoryPlan};
+use crate::plan::Plan;
 use crate::render::context::DEFAULT_SET_NAME;
 use crate::render::{CanonicalJob, LiveObject, ReadBack, RenderContext, labels, read_back};
 use crate::status::{self, Related, Status, StatusJson};
@@ -115,6 +121,34 @@ pub(crate) async fn read(global: &GlobalArgs) -> Result<LiveNamespace, Error> {
 }
 
 impl LiveNamespace {
+    /// Carries out an imperative command's plans under the tool's lock ([`imperative::carry_out`]), its
+    /// progress in the log (`-v`); what each plan did.
+    pub(crate) async fn carry_out(
+        &self,
+        purpose: &str,
+        plans: Vec<InventoryPlan>,
+    ) -> Result<Vec<Applied>, Error> {
+        let target = Imperative {
+            connection: &self.connection,
+            namespace: &self.namespace,
+            live: &self.snapshot.live,
+            purpose,
+            progress: Arc::new(LogProgress {
+                failures_as_errors: false,
+            }),
+        };
+        Ok(imperative::carry_out(target, plans).await?)
+    }
+
+    /// `plan` for jobs of the default inventory, as read.
+    pub(crate) fn in_default_set(&self, plan: Plan) -> InventoryPlan {
+        InventoryPlan {
+            set_name: DEFAULT_SET_NAME.to_owned(),
+            stored: self.snapshot.inventory.clone(),
+            plan,
+        }
+    }
+
     /// The jobs, sorted by name. An object that cannot be read back is reported in the log and left out.
     pub(crate) fn jobs(&self) -> Vec<LiveJob> {
         let live = &self.snapshot.live;

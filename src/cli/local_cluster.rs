@@ -185,12 +185,7 @@ async fn tool_kubeconfig(
             },
         ),
     )?;
-    embedded::ensure_namespace(&connection.client, &namespace)
-        .await
-        .map_err(|source| Error::Namespace {
-            namespace: namespace.clone(),
-            source,
-        })?;
+    crate::pipeline::writable_namespace(&connection, &namespace).await?;
     printer.message(&format!(
         "kubeconfig for tool `{tool}` (namespace {namespace}) written to {}\ntry: toolforge-jobs --kubeconfig {0} list\n",
         kubeconfig.display()

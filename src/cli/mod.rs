@@ -332,12 +332,6 @@ pub enum Error {
     Lock(#[from] crate::cluster::lock::LockError),
     #[error(transparent)]
     Inventory(#[from] crate::cluster::inventory::InventoryWriteError),
-    #[error("cannot create the namespace `{namespace}` on the local cluster")]
-    Namespace {
-        namespace: String,
-        #[source]
-        source: kube::Error,
-    },
     #[error("Job '{name}' does not exist; `toolforge-jobs list` shows the tool's jobs")]
     NoSuchJob { name: String },
     #[error("Job '{name}' does not have any logs available: it has no file log and no pods")]
@@ -350,13 +344,6 @@ pub enum Error {
     },
     #[error("a job or object named '{name}' already exists; delete it first, or pick another name")]
     JobExists { name: String },
-    #[error("cannot create {kind} `{name}`")]
-    Create {
-        kind: &'static str,
-        name: String,
-        #[source]
-        source: kube::Error,
-    },
     #[error(
         "`--next` waits for the next run of a scheduled job, and job '{name}' is not scheduled"
     )]
@@ -371,20 +358,6 @@ pub enum Error {
     WriteFile {
         path: PathBuf,
         source: std::io::Error,
-    },
-    #[error("cannot restart {kind} `{name}`")]
-    Restart {
-        kind: &'static str,
-        name: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("cannot delete {kind} `{name}`")]
-    Delete {
-        kind: &'static str,
-        name: String,
-        #[source]
-        source: kube::Error,
     },
     #[error("the daemon stopped")]
     Watch(#[from] crate::watch::WatchError),
@@ -410,6 +383,7 @@ impl Error {
             | Error::Render(_)
             | Error::NotScheduled { .. } => ExitStatus::Invalid,
             Error::Pipeline(error) if error.is_invalid_file() => ExitStatus::Invalid,
+            Error::Pipeline(error) if error.is_lock_held() => ExitStatus::LockHeld,
             Error::Lock(crate::cluster::lock::LockError::Held { .. })
             | Error::Watch(crate::watch::WatchError::LockLost) => ExitStatus::LockHeld,
             Error::ReadFile { .. }
@@ -420,17 +394,13 @@ impl Error {
             | Error::Context(_)
             | Error::Pipeline(_)
             | Error::Inventory(_)
-            | Error::Namespace { .. }
             | Error::NoSuchJob { .. }
             | Error::NoLogs { .. }
             | Error::PodLog { .. }
-            | Error::Delete { .. }
             | Error::JobExists { .. }
-            | Error::Create { .. }
             | Error::NotRunYet { .. }
             | Error::Wait(_)
             | Error::WriteFile { .. }
-            | Error::Restart { .. }
             | Error::Watch(_)
             | Error::Lock(_) => ExitStatus::Failure,
         }

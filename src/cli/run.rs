@@ -2,31 +2,27 @@
 //!
 //! The flags become the equivalent jobs.yaml entry, which goes through the loader: the rules and messages are
 //! exactly those of a jobs file (a problem points at the flag's line in the generated entry, which is printed with
-//! it). The job is rendered as `apply` renders it and created WITHOUT inventory labels: it belongs to no file, so
-//! `apply` lists it as `ignored` and never prunes it. A name already taken by any Job, CronJob, Deployment or
+//! it). The job is rendered as `apply` renders it and created WITHOUT inventory labels ([`plan::imperative::create`],
+//! carried out as `apply` carries out its plans, under the tool's lock): it belongs to no file, so `apply` lists it
+//! as `ignored` and never prunes it. A name already taken by any Job, CronJob, Deployment or
 //! Service is refused. `--wait[=SECONDS]` then waits as `wait NAME` does (exit 4 failed, 5 timed out).
 
 use std::time::Duration;
 
 use clap::Args;
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
-use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, PostParams};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 
+use crate::apply::Applied;
 use crate::cli::apply::parse_duration;
 use crate::cli::live_jobs;
 use crate::cli::wait::{Awaited, await_one};
 use crate::cli::yaml_entry::{entry, quoted};
 use crate::cli::{Error, GlobalArgs};
-use crate::cluster::FIELD_MANAGER;
 use crate::config::diagnostic::render as render_problems;
 use crate::config::{self, Context};
 use crate::output::{ExitStatus, Printer};
-use crate::render::{self, Workload, labels};
+use crate::plan;
+use crate::render::{self, Rendered, Workload};
 use crate::wait::{DeploymentTarget, JobTarget};
 
 /// Upstream's `run` flags; each is the jobs.yaml key of the same name.
@@ -183,48 +179,23 @@ pub(crate) async fn run(
         });
     }
     let rendered = render::objects(job, &live.context)?;
-    let client = &live.connection.client;
-    let namespace = &live.namespace;
-    let file_log = rendered
-        .canonical
-        .filelog_stderr
-        .clone()
-        .map(std::path::PathBuf::from);
-    let awaited = match rendered.workload {
-        Workload::Job(object) => {
-            let created = create(client, namespace, object).await?;
-            Some(Awaited::Job(JobTarget {
-                job: job.name.clone(),
-                namespace: namespace.clone(),
-                name: job.name.clone(),
-                uid: created.metadata.uid.unwrap_or_default(),
-                file_log,
-            }))
-        }
-        Workload::CronJob(object) => {
-            create(client, namespace, object).await?;
-            None
-        }
-        Workload::Deployment(object) => {
-            let created = create(client, namespace, object).await?;
-            Some(Awaited::Deployment(DeploymentTarget {
-                job: job.name.clone(),
-                namespace: namespace.clone(),
-                name: job.name.clone(),
-                uid: created.metadata.uid.unwrap_or_default(),
-                generation: created.metadata.generation.unwrap_or(0),
-                file_log,
-            }))
-        }
-    };
-    if let Some(service) = rendered.service {
-        create(client, namespace, service).await?;
-    }
+    let plan = plan::imperative::create(&job.name, &rendered);
+    let applied = live
+        .carry_out("run", vec![live.in_default_set(plan)])
+        .await?;
+    let awaited = awaited(&job.name, &rendered, applied.first(), &live.namespace);
     printer.message(&format!("Created job '{}'.\n", job.name))?;
     match (args.wait, awaited) {
         (Some(timeout), Some(awaited)) => {
             let deadline = tokio::time::Instant::now() + timeout;
-            await_one(client, &awaited, deadline, timeout, printer).await
+            await_one(
+                &live.connection.client,
+                &awaited,
+                deadline,
+                timeout,
+                printer,
+            )
+            .await
         }
         (Some(_), None) => {
             printer.message(
@@ -233,6 +204,47 @@ pub(crate) async fn run(
             Ok(ExitStatus::Success)
         }
         (None, _) => Ok(ExitStatus::Success),
+    }
+}
+
+/// What `--wait` waits for: the Job or Deployment `run` created; a scheduled job has nothing to wait for.
+fn awaited(
+    job: &str,
+    rendered: &Rendered,
+    applied: Option<&Applied>,
+    namespace: &str,
+) -> Option<Awaited> {
+    let file_log = rendered
+        .canonical
+        .filelog_stderr
+        .clone()
+        .map(std::path::PathBuf::from);
+    match rendered.workload {
+        Workload::Job(_) => Some(Awaited::Job(JobTarget {
+            job: job.to_owned(),
+            namespace: namespace.to_owned(),
+            name: job.to_owned(),
+            uid: applied
+                .and_then(|applied| applied.started_jobs.get(job))
+                .cloned()
+                .unwrap_or_default(),
+            file_log,
+        })),
+        Workload::CronJob(_) => None,
+        Workload::Deployment(_) => {
+            let (uid, generation) = applied
+                .and_then(|applied| applied.deployments.get(job))
+                .cloned()
+                .unwrap_or_default();
+            Some(Awaited::Deployment(DeploymentTarget {
+                job: job.to_owned(),
+                namespace: namespace.to_owned(),
+                name: job.to_owned(),
+                uid,
+                generation,
+                file_log,
+            }))
+        }
     }
 }
 
@@ -246,53 +258,6 @@ fn taken(live: &crate::plan::LiveState, name: &str) -> bool {
             .iter()
             .any(|object| named(&object.metadata))
         || live.services.iter().any(|object| named(&object.metadata))
-}
-
-/// Objects `run` creates carry no inventory membership.
-trait Unlabelled {
-    fn metadata_mut(&mut self) -> &mut ObjectMeta;
-}
-
-macro_rules! unlabelled {
-    ($($kind:ty),*) => {
-        $(impl Unlabelled for $kind {
-            fn metadata_mut(&mut self) -> &mut ObjectMeta {
-                &mut self.metadata
-            }
-        })*
-    };
-}
-unlabelled!(KubeJob, CronJob, Deployment, Service);
-
-/// Creates `object` without our inventory labels.
-async fn create<K>(client: &kube::Client, namespace: &str, mut object: K) -> Result<K, Error>
-where
-    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-        + k8s_openapi::Resource
-        + Unlabelled
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + std::fmt::Debug,
-{
-    let metadata = object.metadata_mut();
-    if let Some(labels) = metadata.labels.as_mut() {
-        labels.remove(labels::INVENTORY);
-        labels.remove(labels::APPLYSET_PART_OF);
-    }
-    let name = metadata.name.clone().unwrap_or_default();
-    let params = PostParams {
-        dry_run: false,
-        field_manager: Some(FIELD_MANAGER.to_owned()),
-    };
-    Api::namespaced(client.clone(), namespace)
-        .create(&params, &object)
-        .await
-        .map_err(|source| Error::Create {
-            kind: <K as k8s_openapi::Resource>::KIND,
-            name,
-            source,
-        })
 }
 
 #[cfg(test)]

@@ -18,7 +18,6 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use tokio::sync::watch as channel;
 
-use crate::apply::{Event, EventKind, Progress};
 use crate::cli::apply::parse_duration;
 use crate::cli::planning;
 use crate::cli::{Error, GlobalArgs, jobs_file};
@@ -29,6 +28,7 @@ use crate::cluster::{Connection, StoredInventory};
 use crate::config::JobsFile;
 use crate::config::diagnostic::render as render_problems;
 use crate::config::image::ImageTable;
+use crate::output::progress::LogProgress;
 use crate::output::{ExitStatus, Printer};
 use crate::pipeline::{self, CarryOut, PlanSettings, Planned, Prepared, Source};
 use crate::plan::Action;
@@ -562,7 +562,9 @@ impl Daemon {
 
         let how = CarryOut {
             by: &self.status.holder,
-            progress: Arc::new(LogProgress),
+            progress: Arc::new(LogProgress {
+                failures_as_errors: true,
+            }),
             concurrency: self.concurrency,
             stops: vec![stop, self.lock.lost()],
             wait: None,
@@ -673,22 +675,4 @@ fn one_line(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     line
-}
-
-/// The executor's progress as log lines: what each action does and why, and how it went.
-struct LogProgress;
-
-impl Progress for LogProgress {
-    fn event(&self, event: Event) {
-        let Event { job, kind, message } = event;
-        match kind {
-            EventKind::Started | EventKind::Step | EventKind::Succeeded => {
-                tracing::info!(job, "{message}");
-            }
-            EventKind::Applied | EventKind::Waiting | EventKind::Interrupted | EventKind::Held => {
-                tracing::debug!(job, "{message}");
-            }
-            EventKind::Failed => tracing::error!(job, "{message}"),
-        }
-    }
 }

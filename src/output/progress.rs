@@ -1,6 +1,7 @@
 //! The progress of an apply, rendered three ways from one event stream (SPEC §7): a table refreshed in place on a
 //! terminal (one line per job: phase, elapsed time, last message), plain lines with a heartbeat every 10 s when
-//! stderr is not a terminal, and NDJSON on stdout with `-o json`.
+//! stderr is not a terminal, and NDJSON on stdout with `-o json`; and as log lines ([`LogProgress`]) for the
+//! daemon and the imperative commands.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
@@ -263,5 +264,30 @@ impl QuietInterrupt {
 impl Drop for QuietInterrupt {
     fn drop(&mut self) {
         self.restore();
+    }
+}
+
+/// The executor's progress as log lines: what each action does and why (`-v`), and how it went.
+pub struct LogProgress {
+    /// Whether a failure is logged as an error; `false` where the command reports the error itself.
+    pub failures_as_errors: bool,
+}
+
+impl Progress for LogProgress {
+    fn event(&self, event: Event) {
+        let Event { job, kind, message } = event;
+        match kind {
+            EventKind::Started | EventKind::Step | EventKind::Succeeded => {
+                tracing::info!(job, "{message}");
+            }
+            EventKind::Failed if self.failures_as_errors => tracing::error!(job, "{message}"),
+            EventKind::Applied
+            | EventKind::Waiting
+            | EventKind::Interrupted
+            | EventKind::Held
+            | EventKind::Failed => {
+                tracing::debug!(job, "{message}");
+            }
+        }
     }
 }

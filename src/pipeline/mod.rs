@@ -4,6 +4,7 @@
 //! returns. The settings are built once from the command line ([`PlanSettings`]).
 
 pub mod carry_out;
+pub mod imperative;
 pub mod source;
 pub mod trigger_files;
 
@@ -58,8 +59,22 @@ pub enum Error {
     Render(#[from] render::RenderError),
     #[error(transparent)]
     DryRun(#[from] cluster::dry_run::DryRunError),
-    #[error("the apply stopped")]
+    #[error("writing to the cluster stopped")]
     Apply(#[source] Box<crate::apply::ApplyError>),
+    #[error(transparent)]
+    Lock(#[from] cluster::lock::LockError),
+    #[error(
+        "the lock was taken over by another writer: stopped writing; run the command again once it is done"
+    )]
+    LockTakenOver,
+    #[error("the cluster did not answer the lock's renewals, so the lock expired: stopped writing")]
+    LockExpired,
+    #[error("cannot create the namespace `{namespace}` on the local cluster")]
+    Namespace {
+        namespace: String,
+        #[source]
+        source: kube::Error,
+    },
 }
 
 impl From<crate::apply::ApplyError> for Error {
@@ -72,6 +87,14 @@ impl Error {
     /// Whether the jobs file is at fault (it cannot be rendered), not the cluster.
     pub fn is_invalid_file(&self) -> bool {
         matches!(self, Error::Render(_))
+    }
+
+    /// Whether another writer holds the tool's lock, or took it over.
+    pub fn is_lock_held(&self) -> bool {
+        matches!(
+            self,
+            Error::Lock(cluster::lock::LockError::Held { .. }) | Error::LockTakenOver
+        )
     }
 }
 
@@ -189,6 +212,20 @@ impl Planned {
             },
         )
     }
+}
+
+/// Makes sure the namespace can be written to: on the embedded local cluster there is no admin to create it, so
+/// it is created when missing. Elsewhere the namespace is the cluster's business.
+pub async fn writable_namespace(connection: &Connection, namespace: &str) -> Result<(), Error> {
+    if connection.embedded.is_none() {
+        return Ok(());
+    }
+    cluster::embedded::ensure_namespace(&connection.client, namespace)
+        .await
+        .map_err(|source| Error::Namespace {
+            namespace: namespace.to_owned(),
+            source,
+        })
 }
 
 /// From a file loaded with the bundled image table to a plan, over an open connection: read the live state,

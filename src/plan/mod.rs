@@ -13,6 +13,7 @@
 mod decide;
 mod guards;
 mod immutable;
+pub mod imperative;
 mod live;
 pub mod quota;
 
@@ -81,6 +82,21 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// A plan of `actions`, counted, with no refusal.
+    pub fn new(actions: Vec<PlannedAction>, refusals: Vec<Refusal>) -> Self {
+        let mut counts = BTreeMap::new();
+        for action in &actions {
+            *counts.entry(action.action.name().to_owned()).or_insert(0) += 1;
+        }
+        Self {
+            version: FORMAT_VERSION,
+            actions,
+            refusals,
+            counts,
+            quota: Vec::new(),
+        }
+    }
+
     /// Whether applying the plan would change anything in the cluster or the inventory.
     pub fn has_changes(&self) -> bool {
         self.actions.iter().any(|action| action.action.changes())
@@ -182,7 +198,29 @@ pub struct PlannedAction {
     pub dry_run: Option<DryRun>,
 }
 
-/// What the inventory learns about a job whose objects are left alone.
+impl PlannedAction {
+    /// Job `job`'s `action`, for `reason`, with nothing to write, delete or wait for yet.
+    pub fn new(job: &str, kind: Kind, action: Action, reason: impl Into<String>) -> Self {
+        Self {
+            job: job.to_owned(),
+            kind,
+            action,
+            reason: reason.into(),
+            hint: None,
+            changes: Vec::new(),
+            deletes: Vec::new(),
+            writes: Vec::new(),
+            waits: Vec::new(),
+            records_run: false,
+            runs_now: false,
+            records: None,
+            errors: Vec::new(),
+            dry_run: None,
+        }
+    }
+}
+
+/// What the inventory learns about a job besides what its writes record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "update", rename_all = "kebab-case")]
 pub enum RecordUpdate {
@@ -191,6 +229,9 @@ pub enum RecordUpdate {
     Outcome { outcome: RunOutcome },
     /// A one-off pruned within the retention is back in the file: its record, with its runs, is taken back.
     Restore,
+    /// A deleted job's record is dropped without a tombstone (`delete`, `flush`): a file that still has the job
+    /// creates it again, and a one-off runs again.
+    Forget,
 }
 
 /// What happens to a job (SPEC §5).
@@ -206,7 +247,7 @@ pub enum Action {
     /// An immutable field changed, the kind changed, or a live one-off must run again: delete (Background
     /// propagation), wait until the old UID is gone, create.
     Replace,
-    /// A one-off with no live Job runs again.
+    /// A job runs again: a one-off with no live Job, or a scheduled job started now (`restart`).
     Rerun,
     /// A one-off already ran with this fingerprint; nothing to do.
     Done {

@@ -50,39 +50,16 @@ pub fn restrict_prunes(plan: &mut Plan, allowed: &BTreeSet<String>) -> Vec<Strin
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
     use crate::plan::{PlannedAction, Refusal};
     use crate::render::Kind;
 
     fn action(job: &str, action: Action) -> PlannedAction {
-        PlannedAction {
-            job: job.to_owned(),
-            kind: Kind::Continuous,
-            action,
-            reason: "absent from the file".to_owned(),
-            hint: None,
-            changes: Vec::new(),
-            deletes: Vec::new(),
-            writes: Vec::new(),
-            waits: Vec::new(),
-            records_run: false,
-            runs_now: false,
-            records: None,
-            errors: Vec::new(),
-            dry_run: None,
-        }
+        PlannedAction::new(job, Kind::Continuous, action, "absent from the file")
     }
 
     fn plan(actions: Vec<PlannedAction>, refusals: Vec<Refusal>) -> Plan {
-        Plan {
-            version: 1,
-            actions,
-            refusals,
-            counts: BTreeMap::new(),
-            quota: Vec::new(),
-        }
+        Plan::new(actions, refusals)
     }
 
     fn mass_delete() -> Refusal {

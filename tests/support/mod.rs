@@ -51,6 +51,22 @@ pub struct Run {
 }
 
 impl Cluster {
+    /// Takes the tool's lock as `holder` (another apply or daemon, for 60 s) and never lets go.
+    pub async fn hold_lock(&self, holder: &str) {
+        let now = jiff::Timestamp::now().to_string();
+        let lease: k8s_openapi::api::coordination::v1::Lease =
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "toolforge-jobs"},
+                "spec": {"holderIdentity": holder, "leaseDurationSeconds": 60,
+                    "acquireTime": now, "renewTime": now}
+            }))
+            .unwrap();
+        Api::namespaced(self.client.clone(), NAMESPACE)
+            .create(&PostParams::default(), &lease)
+            .await
+            .unwrap();
+    }
+
     /// Pods of one-off Jobs succeed after 50 ms; every other pod runs until deleted.
     pub async fn start() -> Self {
         Self::start_with(Script::new(ContainerOutcome::RunForever)).await

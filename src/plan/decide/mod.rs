@@ -13,8 +13,8 @@ use crate::plan::guards;
 use crate::plan::immutable;
 use crate::plan::live::{self, Live, Owner};
 use crate::plan::{
-    Action, Delete, FORMAT_VERSION, FieldChange, ObjectKind, ObjectRef, Plan, PlanOptions,
-    PlannedAction, Propagation, RecordUpdate, Wait, Write, WriteVerb,
+    Action, Delete, FieldChange, ObjectKind, ObjectRef, Plan, PlanOptions, PlannedAction,
+    Propagation, RecordUpdate, Wait, Write, WriteVerb,
 };
 use crate::render::inventory::{Inventory, JobRecord, RunOutcome, Tombstone};
 use crate::render::limits::violations;
@@ -96,17 +96,7 @@ pub fn compute(
             one_off::hold(barrier, later);
         }
     }
-    let mut counts = BTreeMap::new();
-    for action in &actions {
-        *counts.entry(action.action.name().to_owned()).or_insert(0) += 1;
-    }
-    Plan {
-        version: FORMAT_VERSION,
-        actions,
-        refusals,
-        counts,
-        quota: Vec::new(),
-    }
+    Plan::new(actions, refusals)
 }
 
 /// The object kind a job kind renders to.
@@ -127,22 +117,7 @@ fn kind_of_object(kind: ObjectKind) -> Kind {
 }
 
 fn row(job: &str, kind: Kind, action: Action, reason: impl Into<String>) -> PlannedAction {
-    PlannedAction {
-        job: job.to_owned(),
-        kind,
-        action,
-        reason: reason.into(),
-        hint: None,
-        changes: Vec::new(),
-        deletes: Vec::new(),
-        writes: Vec::new(),
-        waits: Vec::new(),
-        records_run: false,
-        runs_now: false,
-        records: None,
-        errors: Vec::new(),
-        dry_run: None,
-    }
+    PlannedAction::new(job, kind, action, reason)
 }
 
 /// A job decided from its tombstone: a run it needs is recorded on the restored record, and a definition that ran

@@ -12,9 +12,10 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use toolforge_jobs::config::image::ImageTable;
-use toolforge_jobs::config::{self, Context, SourceFile, ToolName};
+use toolforge_jobs::config::{self, Context, SourceFile};
+use toolforge_jobs::model::ToolName;
+use toolforge_jobs::model::inventory::{self, Inventory, JobRecord};
 use toolforge_jobs::plan::{self, LiveState, PlanOptions};
-use toolforge_jobs::render::inventory::{self, Inventory, JobRecord};
 use toolforge_jobs::render::{self, Membership, RenderContext, Workload};
 
 const JOBS: usize = 1_000;

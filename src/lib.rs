@@ -1,6 +1,7 @@
 //! toolforge-jobs: declarative jobs for Wikimedia Toolforge.
 //!
-//! The pipeline, one module per stage:
+//! The pipeline, one module per stage, over a shared domain model:
+//! - [`model`]: the tool, job kinds, label keys and the inventory every stage shares (pure);
 //! - [`config`]: jobs.yaml text → validated jobs, or every problem with file, line and column;
 //! - [`render`]: a job → the Kubernetes objects (pure), and live objects → jobs (read-back);
 //! - [`plan`]: desired jobs + live state + inventory → one action per job (pure);
@@ -16,6 +17,7 @@ pub mod apply;
 pub mod cli;
 pub mod cluster;
 pub mod config;
+pub mod model;
 pub mod output;
 pub mod pipeline;
 pub mod plan;

@@ -9,8 +9,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams};
 use support::{Cluster, NAMESPACE};
 use toolforge_jobs::cluster::inventory::{self, InventoryStore};
-use toolforge_jobs::render::Kind;
-use toolforge_jobs::render::inventory::{Inventory, JobRecord, RunOutcome, RunRecord};
+use toolforge_jobs::model::Kind;
+use toolforge_jobs::model::inventory::{Inventory, JobRecord, RunOutcome, RunRecord};
 
 const SET: &str = "toolforge-jobs";
 

@@ -8,10 +8,12 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use toolforge_jobs::config::image::ImageTable;
-use toolforge_jobs::config::{self, Job, SourceFile, ToolName};
+use toolforge_jobs::config::{self, Job, SourceFile};
+use toolforge_jobs::model::ToolName;
+use toolforge_jobs::model::inventory;
+use toolforge_jobs::model::inventory::{Inventory, JobRecord, RunOutcome, RunRecord};
 use toolforge_jobs::plan::{self, Action, Guard, LiveState, ObjectKind, Plan, PlanOptions};
-use toolforge_jobs::render::inventory::{Inventory, JobRecord, RunOutcome, RunRecord};
-use toolforge_jobs::render::{self, Membership, RenderContext, Rendered, inventory};
+use toolforge_jobs::render::{self, Membership, RenderContext, Rendered};
 
 fn context() -> RenderContext {
     RenderContext::toolforge(
@@ -1531,8 +1533,8 @@ proptest! {
             // A foreign object of the job's own kind is always a conflict.
             for (job, rendered) in &desired {
                 let kind = match rendered.canonical.kind {
-                    toolforge_jobs::render::Kind::OneOff => ObjectKind::Job,
-                    toolforge_jobs::render::Kind::Scheduled => ObjectKind::CronJob,
+                    toolforge_jobs::model::Kind::OneOff => ObjectKind::Job,
+                    toolforge_jobs::model::Kind::Scheduled => ObjectKind::CronJob,
                     _ => ObjectKind::Deployment,
                 };
                 let clash = find(kind, &job.name).is_some_and(|object| {

@@ -6,10 +6,10 @@
 use std::path::Path;
 
 use toolforge_jobs::config::image::ImageTable;
-use toolforge_jobs::config::{self, SourceFile, ToolName};
-use toolforge_jobs::render::{
-    self, CanonicalJob, LiveObject, Membership, ReadBack, RenderContext, inventory,
-};
+use toolforge_jobs::config::{self, SourceFile};
+use toolforge_jobs::model::ToolName;
+use toolforge_jobs::model::inventory;
+use toolforge_jobs::render::{self, CanonicalJob, LiveObject, Membership, ReadBack, RenderContext};
 
 fn context() -> RenderContext {
     RenderContext::toolforge(

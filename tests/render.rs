@@ -6,9 +6,11 @@
 use std::path::Path;
 
 use toolforge_jobs::config::image::ImageTable;
-use toolforge_jobs::config::{self, Job, SourceFile, ToolName};
+use toolforge_jobs::config::{self, Job, SourceFile};
+use toolforge_jobs::model::ToolName;
+use toolforge_jobs::model::inventory;
 use toolforge_jobs::render::{
-    self, LiveObject, Membership, RenderContext, TriggerFile, TriggerFiles, Workload, inventory,
+    self, LiveObject, Membership, RenderContext, TriggerFile, TriggerFiles, Workload,
 };
 
 const TOOL: &str = "mytool";

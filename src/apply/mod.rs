@@ -25,11 +25,11 @@ use futures::StreamExt as _;
 use tokio::sync::{Mutex, watch as channel};
 
 use crate::cluster::inventory::{InventoryStore, InventoryWriteError};
-use crate::plan::{Action, LiveState, ObjectRef, Plan, PlannedAction, RecordUpdate, Wait};
-use crate::render::Rendered;
-use crate::render::inventory::{
+use crate::model::inventory::{
     ApplyRecord, ApplyResult, Inventory, JobRecord, Rollout, RunOutcome, RunRecord,
 };
+use crate::plan::{Action, LiveState, ObjectRef, Plan, PlannedAction, RecordUpdate, Wait};
+use crate::render::Rendered;
 
 pub use event::{Event, EventKind, Progress};
 pub use waiting::{Target, outcome_event, run_outcome};
@@ -53,7 +53,7 @@ pub struct Options {
 pub struct Origin {
     /// The lock holder's identity.
     pub by: String,
-    /// [`crate::render::inventory::content_hash`] of the file.
+    /// [`crate::model::inventory::content_hash`] of the file.
     pub file_hash: String,
 }
 

@@ -9,7 +9,7 @@ use futures::StreamExt as _;
 use tokio::time::Instant;
 
 use super::{Applied, ApplyError, Event, EventKind, Executor};
-use crate::render::inventory::RunOutcome;
+use crate::model::inventory::RunOutcome;
 use crate::wait::{self, DeploymentTarget, JobTarget, Outcome};
 
 /// Awaiters in flight at once; each holds a few watches.

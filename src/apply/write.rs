@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use super::{ActionOutcome, Event, EventKind, Executor};
 use crate::cluster::{FIELD_MANAGER, api_resource, retry};
+use crate::model::labels::DESIRED_HASH;
 use crate::plan::{Delete, ObjectKind, PlannedAction, Propagation, Write, WriteVerb};
-use crate::render::labels::DESIRED_HASH;
 
 /// Why one action failed.
 #[derive(Debug, thiserror::Error)]

@@ -9,8 +9,9 @@
 use crate::cli::live_jobs::{self, LiveJob};
 use crate::cli::yaml_entry::{entry, quoted};
 use crate::cli::{Error, GlobalArgs};
+use crate::model::Kind;
 use crate::output::{ExitStatus, Printer};
-use crate::render::{CanonicalJob, Kind, RenderContext};
+use crate::render::{CanonicalJob, RenderContext};
 
 pub(crate) async fn run(global: &GlobalArgs, printer: Printer) -> Result<ExitStatus, Error> {
     let live = live_jobs::read(global).await?;

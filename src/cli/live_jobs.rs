@@ -17,13 +17,14 @@ use serde::Serialize;
 use crate::apply::Applied;
 use crate::cli::{Error, GlobalArgs, jobs_file, tool_name};
 use crate::cluster::{self, Connection, ContextInputs, Passwd, ReadError, Snapshot};
-use crate::config::ToolName;
 use crate::config::image::ImageState;
+use crate::model::ToolName;
+use crate::model::labels;
 use crate::output::progress::LogProgress;
 use crate::pipeline::imperative::{self, Imperative, InventoryPlan};
 use crate::plan::Plan;
 use crate::render::context::DEFAULT_SET_NAME;
-use crate::render::{CanonicalJob, LiveObject, ReadBack, RenderContext, labels, read_back};
+use crate::render::{CanonicalJob, LiveObject, ReadBack, RenderContext, read_back};
 use crate::status::{self, Related, Status, StatusJson};
 
 /// The tool's namespace as read, with the context to read its objects back.

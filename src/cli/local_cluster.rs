@@ -17,7 +17,7 @@ use toolforge_local_cluster::{
 
 use crate::cli::Error;
 use crate::cluster::embedded;
-use crate::config::tool::ToolName;
+use crate::model::tool::ToolName;
 use crate::output::{ExitStatus, Printer};
 
 #[derive(Debug, Args)]

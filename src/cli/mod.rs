@@ -35,8 +35,9 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use kube::config::Kubeconfig;
 
-use crate::config::tool::{NamespaceError, ToolNameError};
-use crate::config::{JobNameError, ToolName, check_job_name};
+use crate::config::{JobNameError, check_job_name};
+use crate::model::ToolName;
+use crate::model::tool::{NamespaceError, ToolNameError};
 use crate::output::{EXIT_CODES_HELP, ExitStatus, Printer};
 
 /// Declarative jobs for Wikimedia Toolforge: validate jobs.yaml, plan, apply and watch.

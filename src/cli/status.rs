@@ -23,10 +23,11 @@ use crate::cli::table::{self, json_line};
 use crate::cli::{Error, GlobalArgs, OutputFormat, tool_name, wait_file};
 use crate::cluster::lock::LEASE_NAME;
 use crate::cluster::{self, ReadError};
+use crate::model::inventory::{ApplyRecord, ApplyResult, Inventory, RunOutcome};
+use crate::model::labels;
 use crate::output::{ExitStatus, Printer};
+use crate::render::LiveObject;
 use crate::render::context::DEFAULT_SET_NAME;
-use crate::render::inventory::{ApplyRecord, ApplyResult, Inventory, RunOutcome};
-use crate::render::{LiveObject, labels};
 use crate::status::{self, Related, Short, duration};
 
 #[derive(Debug, Args)]

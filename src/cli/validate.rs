@@ -5,7 +5,8 @@ use serde::Serialize;
 use crate::cli::{Error, GlobalArgs, OutputFormat, jobs_file, tool_name};
 use crate::config::diagnostic::render;
 use crate::config::image::ImageTable;
-use crate::config::{self, Context, JobKind, Problem, Severity, SourceFile, ToolName};
+use crate::config::{self, Context, JobKind, Problem, Severity, SourceFile};
+use crate::model::ToolName;
 use crate::output::{ExitStatus, Printer};
 use crate::pipeline::source;
 

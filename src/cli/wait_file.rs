@@ -35,10 +35,10 @@ use crate::cli::{
 use crate::cluster::lock::LEASE_NAME;
 use crate::cluster::{self, Connection};
 use crate::config::image::ImageTable;
+use crate::model::inventory::{self, ApplyRecord, ApplyResult, Inventory, ReconcileResult};
 use crate::output::progress::{self, Reporter};
 use crate::output::{ExitStatus, Printer};
 use crate::pipeline::{self, PlanSettings, Prepared, Source};
-use crate::render::inventory::{self, ApplyRecord, ApplyResult, Inventory, ReconcileResult};
 use crate::status::duration;
 use crate::wait::{DeploymentTarget, JobTarget, Outcome};
 
@@ -582,7 +582,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::render::inventory::{DaemonStatus, Reconcile};
+    use crate::model::inventory::{DaemonStatus, Reconcile};
 
     fn at(seconds: i64) -> jiff::Timestamp {
         jiff::Timestamp::from_second(seconds).unwrap()

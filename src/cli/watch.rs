@@ -28,13 +28,13 @@ use crate::cluster::{Connection, StoredInventory};
 use crate::config::JobsFile;
 use crate::config::diagnostic::render as render_problems;
 use crate::config::image::ImageTable;
+use crate::model::inventory::{self, DaemonStatus, Reconcile, ReconcileResult, RunOutcome};
 use crate::output::progress::LogProgress;
 use crate::output::{ExitStatus, Printer};
 use crate::pipeline::{self, CarryOut, PlanSettings, Planned, Prepared, Source};
 use crate::plan::Action;
 use crate::plan::PlanOptions;
 use crate::render::context::DEFAULT_SET_NAME;
-use crate::render::inventory::{self, DaemonStatus, Reconcile, ReconcileResult, RunOutcome};
 use crate::watch::{self, Reconciler, Settings, Trigger, Verdict, restrict_prunes};
 
 #[derive(Debug, Args)]

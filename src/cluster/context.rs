@@ -7,10 +7,10 @@
 
 use std::path::Path;
 
-use crate::config::ToolName;
 use crate::config::image::ImageTable;
+use crate::model::ToolName;
+use crate::model::inventory::applyset_id;
 use crate::render::context::{ContextError, images_from_config_map};
-use crate::render::inventory::applyset_id;
 use crate::render::limits::ContainerLimits;
 use crate::render::{Membership, RenderContext, TriggerFiles, UidLookup};
 

@@ -2,7 +2,7 @@
 //! by its resourceVersion. On a conflict the ConfigMap is read again and the change applied to what is there, so a
 //! concurrent writer's records are kept, never overwritten.
 //!
-//! A record too big for one ConfigMap is stored in parts (see [`crate::render::inventory`]): the parts are
+//! A record too big for one ConfigMap is stored in parts (see [`crate::model::inventory`]): the parts are
 //! created first, then the set ConfigMap is switched to the index naming them (the atomic step), then the parts
 //! the old index named are deleted. A reader that finds a part gone read an index that was replaced meanwhile
 //! and reads again. Parts a crashed writer left behind are deleted by the next writer that stores parts.
@@ -12,7 +12,7 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
 use super::snapshot::{ReadError, StoredInventory, Unreadable, config_map};
 use super::{FIELD_MANAGER, is_conflict, is_not_found, retry};
-use crate::render::inventory::{self, Inventory, PartsIndex, Stored};
+use crate::model::inventory::{self, Inventory, PartsIndex, Stored};
 
 /// How often a conflicting write is tried again before giving up.
 const ATTEMPTS: usize = 5;

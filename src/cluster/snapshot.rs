@@ -16,9 +16,9 @@ use serde::de::DeserializeOwned;
 
 use crate::cluster::inventory;
 use crate::cluster::{is_forbidden, is_not_found, retry};
+use crate::model::inventory::{Inventory, InventoryError};
 use crate::plan::LiveState;
 use crate::render::context::{IMAGE_CONFIG_NAME, IMAGE_CONFIG_NAMESPACE};
-use crate::render::inventory::{Inventory, InventoryError};
 
 /// Everything read from the cluster for one plan.
 #[derive(Debug, Clone, Default)]

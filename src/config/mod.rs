@@ -13,7 +13,6 @@ mod keys;
 pub mod quantity;
 pub mod schedule;
 pub mod schema;
-pub mod tool;
 mod validate;
 
 use std::collections::HashMap;
@@ -23,7 +22,6 @@ use yaml11::{Node, Value};
 pub use diagnostic::{Problem, Severity, SourceFile};
 pub use job::{Job, JobKind, LocatedJob};
 pub use keys::Key;
-pub use tool::ToolName;
 pub use validate::{
     Context, DEFAULT_WAIT_SECONDS, JobNameError, MAX_NAME_LENGTH, check_job_name, is_dns_subdomain,
 };

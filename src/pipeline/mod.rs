@@ -19,9 +19,10 @@ use crate::apply::{Executor, Options, Origin, Progress};
 use crate::cluster::inventory::InventoryStore;
 use crate::cluster::{self, Connection, ContextInputs, Passwd, Snapshot};
 use crate::config::diagnostic::render as render_problems;
-use crate::config::{Job, JobKind, JobsFile, ToolName};
+use crate::config::{Job, JobKind, JobsFile};
+use crate::model::ToolName;
+use crate::model::inventory;
 use crate::plan::{self, Action, Plan, PlanOptions};
-use crate::render::inventory;
 use crate::render::{self, Rendered};
 use trigger_files::read_trigger_files;
 

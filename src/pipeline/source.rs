@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use super::trigger_files::matching_files;
 use crate::config::diagnostic::render as render_problems;
 use crate::config::image::ImageTable;
-use crate::config::{self, Context, JobsFile, ToolName};
+use crate::config::{self, Context, JobsFile};
+use crate::model::ToolName;
 
 /// Where the jobs come from.
 #[derive(Debug, Clone)]

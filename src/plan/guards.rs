@@ -10,9 +10,9 @@
 use std::collections::BTreeSet;
 
 use crate::config::Job;
+use crate::model::inventory::Inventory;
 use crate::plan::{Action, Guard, PlanOptions, PlannedAction, Refusal};
 use crate::render::Rendered;
-use crate::render::inventory::Inventory;
 
 pub(crate) fn check(
     actions: &[PlannedAction],

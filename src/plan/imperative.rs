@@ -13,7 +13,8 @@ use super::{
     Action, Delete, LiveState, ObjectKind, ObjectRef, Plan, PlannedAction, Propagation,
     RecordUpdate, Write, WriteVerb,
 };
-use crate::render::{Kind, LiveObject, Rendered, Workload, labels};
+use crate::model::{Kind, labels};
+use crate::render::{LiveObject, Rendered, Workload};
 
 /// The annotation a rolling restart sets on the pod template (what `kubectl rollout restart` sets).
 pub const RESTARTED_AT: &str = "kubectl.kubernetes.io/restartedAt";

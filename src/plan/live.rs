@@ -7,9 +7,10 @@ use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+use crate::model::inventory::RunOutcome;
+use crate::model::labels;
 use crate::plan::{ObjectKind, ObjectRef};
-use crate::render::inventory::RunOutcome;
-use crate::render::{LiveRef, Membership, labels};
+use crate::render::{LiveRef, Membership};
 
 /// The live objects of the tool's namespace, as listed (one LIST per kind). Objects without the jobs framework's
 /// managed-by label may be included (they are never touched, only detected as name clashes).

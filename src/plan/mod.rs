@@ -21,8 +21,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::render::Kind;
-use crate::render::inventory::RunOutcome;
+use crate::model::Kind;
+use crate::model::inventory::RunOutcome;
 
 pub use decide::compute;
 pub use live::LiveState;

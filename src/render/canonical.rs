@@ -12,9 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::job::{Emails, HealthCheck, Job, JobKind, Mount, Protocol};
 use crate::config::quantity::Quantity;
+use crate::model::Kind;
+use crate::model::digest::sha256_hex;
 use crate::render::RenderError;
 use crate::render::context::RenderContext;
-use crate::render::digest::sha256_hex;
 use crate::render::image;
 use crate::render::quantities::{Memory, cpu_text};
 use crate::render::shell;
@@ -30,28 +31,6 @@ pub(crate) const LAUNCHER: &str = "launcher";
 
 /// Prefix of the hashed bytes; bumping it marks a change of the canonical form, which changes every hash once.
 const HASH_FORMAT: &[u8] = b"toolforge-jobs canonical job v1\n";
-
-/// The kind of a canonical job, in upstream's words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kind {
-    OneOff,
-    Scheduled,
-    Continuous,
-    Webservice,
-}
-
-impl Kind {
-    /// The kind's name as the JSON forms and tables write it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::OneOff => "one-off",
-            Kind::Scheduled => "scheduled",
-            Kind::Continuous => "continuous",
-            Kind::Webservice => "webservice",
-        }
-    }
-}
 
 /// A job with every default resolved; see the module documentation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -384,7 +363,7 @@ mod tests {
 
     fn context() -> RenderContext {
         RenderContext::toolforge(
-            &crate::config::ToolName::new("mytool").unwrap(),
+            &crate::model::ToolName::new("mytool").unwrap(),
             52503,
             ImageTable::bundled(),
             Membership {

@@ -6,9 +6,9 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::config::ToolName;
 use crate::config::image::{ImageTable, ImageTableError};
 use crate::config::quantity::Quantity;
+use crate::model::ToolName;
 use crate::render::fingerprint::TriggerFiles;
 use crate::render::limits::ContainerLimits;
 
@@ -60,7 +60,7 @@ pub trait UidLookup {
 pub struct Membership {
     /// The set name: the inventory ConfigMap's name (`toolforge-jobs`, or `--set NAME`).
     pub set_name: String,
-    /// The `ApplySet` id of that ConfigMap, see [`crate::render::inventory::applyset_id`].
+    /// The `ApplySet` id of that ConfigMap, see [`crate::model::inventory::applyset_id`].
     pub applyset_id: String,
 }
 

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::render::digest::sha256_hex;
+use crate::model::digest::sha256_hex;
 
 const FINGERPRINT_FORMAT: &[u8] = b"toolforge-jobs fingerprint v1\n";
 const TRIGGER_FORMAT: &[u8] = b"toolforge-jobs triggers v1\n";

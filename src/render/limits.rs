@@ -166,7 +166,7 @@ pub fn violations(job: &CanonicalJob, limits: &ContainerLimits) -> Vec<LimitViol
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::canonical::Kind;
+    use crate::model::Kind;
 
     /// Upstream's test fixture: container min 50m / 100Mi, max 1 CPU / 4Gi.
     fn fixture_limits() -> ContainerLimits {

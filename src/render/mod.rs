@@ -7,17 +7,15 @@
 //! what [`objects`] returns with what [`read_back`] makes of the live objects.
 //!
 //! Start at [`objects`]. The steps: [`canonical`] resolves defaults into a [`CanonicalJob`], whose hash and
-//! [`fingerprint`] become annotations; `pod` and `workloads` build the objects from it. [`inventory`] is the
-//! model of the inventory ConfigMap (SPEC §6).
+//! [`fingerprint`] become annotations; `pod` and `workloads` build the objects from it, with the label sets of
+//! [`label_sets`]. The inventory's model is [`crate::model::inventory`].
 
 pub mod canonical;
 pub mod command;
 pub mod context;
-mod digest;
 pub mod fingerprint;
 mod image;
-pub mod inventory;
-pub mod labels;
+pub mod label_sets;
 pub mod limits;
 pub mod pod;
 mod quantities;
@@ -32,8 +30,9 @@ use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
 use k8s_openapi::api::core::v1::Service;
 
 use crate::config::Job;
+use crate::model::{Kind, labels};
 
-pub use canonical::{CanonicalJob, Difference, Kind, canonical, desired_hash};
+pub use canonical::{CanonicalJob, Difference, canonical, desired_hash};
 pub use context::{Membership, RenderContext, UidLookup};
 pub use fingerprint::{TriggerFile, TriggerFiles, fingerprint, trigger_digest};
 pub use read_back::{LiveObject, LiveObjectError, LiveRef, ReadBack, read_back, read_back_ref};

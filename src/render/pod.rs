@@ -16,11 +16,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::config::quantity::Quantity as ParsedQuantity;
+use crate::model::labels;
 use crate::render::RenderError;
 use crate::render::canonical::CanonicalJob;
 use crate::render::command::{container_command, probe_command};
 use crate::render::context::RenderContext;
-use crate::render::labels;
+use crate::render::label_sets;
 use crate::render::quantities::{Memory, cpu_text};
 
 /// The container's name in every pod upstream creates.
@@ -41,7 +42,7 @@ pub fn template(
     let spread_selector = labels::selector(context.tool.as_str(), &job.name, job.kind);
     Ok(PodTemplateSpec {
         metadata: Some(ObjectMeta {
-            labels: Some(labels::workload(context.tool.as_str(), job)),
+            labels: Some(label_sets::workload(context.tool.as_str(), job)),
             annotations: (!template_annotations.is_empty()).then_some(template_annotations),
             ..ObjectMeta::default()
         }),

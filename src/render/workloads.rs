@@ -8,9 +8,11 @@ use k8s_openapi::api::core::v1::{PodTemplateSpec, Service, ServicePort, ServiceS
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::render::canonical::{CanonicalJob, Kind};
+use crate::model::Kind;
+use crate::model::labels;
+use crate::render::canonical::CanonicalJob;
 use crate::render::context::RenderContext;
-use crate::render::labels;
+use crate::render::label_sets;
 use crate::render::pod;
 
 /// Finished Jobs are deleted this many seconds after they finish.
@@ -41,7 +43,7 @@ impl Metadata {
         ObjectMeta {
             name: Some(job.name.clone()),
             namespace: Some(context.namespace.clone()),
-            labels: Some(labels::with_membership(labels, context)),
+            labels: Some(label_sets::with_membership(labels, context)),
             annotations: Some(annotations),
             ..ObjectMeta::default()
         }
@@ -59,7 +61,7 @@ pub(crate) fn job(
         metadata: metadata.object(
             job,
             context,
-            labels::workload(context.tool.as_str(), job),
+            label_sets::workload(context.tool.as_str(), job),
             &[],
         ),
         spec: Some(job_spec(job, template)),
@@ -79,7 +81,7 @@ pub(crate) fn cron_job(
         metadata: metadata.object(
             job,
             context,
-            labels::workload(context.tool.as_str(), job),
+            label_sets::workload(context.tool.as_str(), job),
             &[(labels::CRON_EXPRESSION, expression)],
         ),
         spec: Some(CronJobSpec {
@@ -92,7 +94,7 @@ pub(crate) fn cron_job(
             job_template: JobTemplateSpec {
                 // Upstream deletes a scheduled job's Jobs by label, so they carry the job's labels.
                 metadata: Some(ObjectMeta {
-                    labels: Some(labels::workload(context.tool.as_str(), job)),
+                    labels: Some(label_sets::workload(context.tool.as_str(), job)),
                     ..ObjectMeta::default()
                 }),
                 spec: Some(job_spec(job, template)),
@@ -133,7 +135,7 @@ pub(crate) fn deployment(
         metadata: metadata.object(
             job,
             context,
-            labels::workload(context.tool.as_str(), job),
+            label_sets::workload(context.tool.as_str(), job),
             type_annotation,
         ),
         spec: Some(DeploymentSpec {
@@ -171,7 +173,7 @@ pub(crate) fn service(
     metadata: &Metadata,
 ) -> Option<Service> {
     let port = i32::from(job.port?);
-    let labels = labels::service(context.tool.as_str(), job);
+    let labels = label_sets::service(context.tool.as_str(), job);
     Some(Service {
         metadata: metadata.object(job, context, labels.clone(), &[]),
         spec: Some(ServiceSpec {

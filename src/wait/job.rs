@@ -177,10 +177,10 @@ fn where_it_stands(job: &Job, live: &[&Pod]) -> (Phase, String) {
 }
 
 /// How a Job ended, in the inventory's terms; `None` while it runs. The `watch` daemon records it.
-pub fn finished(job: &Job) -> Option<crate::render::inventory::RunOutcome> {
+pub fn finished(job: &Job) -> Option<crate::model::inventory::RunOutcome> {
     terminal(job).map(|terminal| match terminal {
-        Terminal::Succeeded => crate::render::inventory::RunOutcome::Succeeded,
-        Terminal::Failed(_) => crate::render::inventory::RunOutcome::Failed,
+        Terminal::Succeeded => crate::model::inventory::RunOutcome::Succeeded,
+        Terminal::Failed(_) => crate::model::inventory::RunOutcome::Failed,
     })
 }
 

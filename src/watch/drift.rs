@@ -26,8 +26,8 @@ use kube::{Resource, ResourceExt as _};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::render::inventory::RunOutcome;
-use crate::render::labels::{MANAGED_BY, MANAGED_BY_VALUE};
+use crate::model::inventory::RunOutcome;
+use crate::model::labels::{MANAGED_BY, MANAGED_BY_VALUE};
 
 /// What one object looks like, as far as drift goes: a hash of its identity, spec, labels and annotations.
 type Signature = u64;

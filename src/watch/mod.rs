@@ -29,7 +29,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::cluster::retry::backoff_between;
-use crate::render::inventory::RunOutcome;
+use crate::model::inventory::RunOutcome;
 
 pub use prune::restrict_prunes;
 

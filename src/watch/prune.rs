@@ -51,8 +51,8 @@ pub fn restrict_prunes(plan: &mut Plan, allowed: &BTreeSet<String>) -> Vec<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Kind;
     use crate::plan::{PlannedAction, Refusal};
-    use crate::render::Kind;
 
     fn action(job: &str, action: Action) -> PlannedAction {
         PlannedAction::new(job, Kind::Continuous, action, "absent from the file")

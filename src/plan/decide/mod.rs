@@ -8,6 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::Job;
 use crate::config::job::{JobKind, Rerun};
+use crate::model::inventory::{Inventory, JobRecord, RunOutcome, Tombstone};
+use crate::model::{Kind, labels};
 use crate::plan::LiveState;
 use crate::plan::guards;
 use crate::plan::immutable;
@@ -16,9 +18,8 @@ use crate::plan::{
     Action, Delete, FieldChange, ObjectKind, ObjectRef, Plan, PlanOptions, PlannedAction,
     Propagation, RecordUpdate, Wait, Write, WriteVerb,
 };
-use crate::render::inventory::{Inventory, JobRecord, RunOutcome, Tombstone};
 use crate::render::limits::violations;
-use crate::render::{Kind, RenderContext, Rendered, labels, read_back_ref};
+use crate::render::{RenderContext, Rendered, read_back_ref};
 use one_off::Barrier;
 
 /// Computes the plan: `desired` is the file's jobs in file order with their rendered objects, `live` what the

@@ -1,6 +1,7 @@
 //! One-off jobs of the inventory: run at most once per fingerprint, again only when asked.
 
 use crate::config::job::JobKind;
+use crate::model::inventory::{JobRecord, RunOutcome, RunRecord};
 use crate::plan::Action;
 use crate::plan::ObjectKind;
 use crate::plan::PlannedAction;
@@ -10,7 +11,6 @@ use crate::plan::WriteVerb;
 use crate::plan::decide::{Desired, ticked};
 use crate::plan::immutable;
 use crate::plan::live::Live;
-use crate::render::inventory::{JobRecord, RunOutcome, RunRecord};
 use crate::render::{LiveRef, read_back_ref};
 
 /// What a `wait` one-off that does not run now means for the jobs after it (SPEC §7: they are applied only

@@ -2,10 +2,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::model::inventory::JobRecord;
 use crate::plan::decide::{delete, kind_of_object, row, workload_kind};
 use crate::plan::live::{Live, Owner};
 use crate::plan::{Action, Delete, ObjectKind, PlanOptions, PlannedAction, Wait};
-use crate::render::inventory::JobRecord;
 use crate::render::{RenderContext, read_back_ref};
 
 /// A name that is not in the file: prune it if the inventory has it, list it if it is a jobs-framework object,

@@ -21,12 +21,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::config::image::parse_image_name;
 use crate::config::quantity::Quantity;
+use crate::model::Kind;
+use crate::model::labels;
 use crate::render::canonical::{
-    CanonicalJob, DEFAULT_CPU, DEFAULT_CPU_TEXT, DEFAULT_MEMORY, Kind, LAUNCHER,
+    CanonicalJob, DEFAULT_CPU, DEFAULT_CPU_TEXT, DEFAULT_MEMORY, LAUNCHER,
 };
 use crate::render::context::RenderContext;
 use crate::render::image;
-use crate::render::labels;
 use crate::render::quantities::{Memory, cpu_text};
 use crate::render::shell;
 

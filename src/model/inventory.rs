@@ -17,8 +17,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
-use crate::render::canonical::Kind;
-use crate::render::digest::{base64_url, sha256, sha256_hex};
+use crate::model::Kind;
+use crate::model::digest::{base64_url, sha256, sha256_hex};
 
 /// The ConfigMap data key holding the inventory record.
 pub const DATA_KEY: &str = "inventory.json";

@@ -1,12 +1,12 @@
-//! Label and annotation keys, and the label sets of the objects (reference/toolforge.md §3.2, SPEC §4, §6).
+//! Label and annotation keys and values, and the labels upstream selects a job's objects by (reference/toolforge.md
+//! §3.2, SPEC §4, §6). The full label sets of rendered objects are `render::label_sets`.
 //!
 //! Upstream's labels are what the emailer, the volume-admission webhook and `toolforge jobs list` look for, so
 //! they are reproduced exactly; ours live under `jobs.toolforge.org/` and `applyset.kubernetes.io/`.
 
 use std::collections::BTreeMap;
 
-use crate::render::canonical::{CanonicalJob, Kind};
-use crate::render::context::RenderContext;
+use crate::model::Kind;
 
 pub const TOOLFORGE: &str = "toolforge";
 pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
@@ -42,7 +42,8 @@ pub const INVENTORY: &str = "jobs.toolforge.org/inventory";
 /// The `ApplySet` KEP's member label, whose value is the parent's `ApplySet` id.
 pub const APPLYSET_PART_OF: &str = "applyset.kubernetes.io/part-of";
 
-type Labels = BTreeMap<String, String>;
+/// A label set.
+pub type Labels = BTreeMap<String, String>;
 
 /// `app.kubernetes.io/component` of each kind.
 pub fn component(kind: Kind) -> &'static str {
@@ -68,34 +69,6 @@ pub fn deployment_selector(tool: &str, job: &str) -> Labels {
         (CREATED_BY, tool),
         (NAME, job),
     ])
-}
-
-/// Labels of a Service and its selector: the selector labels plus the format version.
-pub fn service(tool: &str, job: &CanonicalJob) -> Labels {
-    let mut labels = selector(tool, &job.name, job.kind);
-    labels.insert(VERSION.to_owned(), VERSION_VALUE.to_owned());
-    labels
-}
-
-/// Every upstream label of a workload and its pod template.
-pub fn workload(tool: &str, job: &CanonicalJob) -> Labels {
-    let mut labels = service(tool, job);
-    if job.filelog {
-        labels.insert(FILELOG.to_owned(), "yes".to_owned());
-    }
-    labels.insert(EMAILS.to_owned(), job.emails.clone());
-    labels.insert(MOUNT_STORAGE.to_owned(), job.mount.clone());
-    labels
-}
-
-/// `base` plus our inventory membership labels, for the top-level objects (never pod templates).
-pub fn with_membership(mut base: Labels, context: &RenderContext) -> Labels {
-    base.insert(INVENTORY.to_owned(), context.membership.set_name.clone());
-    base.insert(
-        APPLYSET_PART_OF.to_owned(),
-        context.membership.applyset_id.clone(),
-    );
-    base
 }
 
 fn labels<const N: usize>(pairs: [(&str, &str); N]) -> Labels {

@@ -516,21 +516,32 @@ fn listed(paths: &[PathBuf]) -> String {
 /// `error: …` followed by one `caused by: …` line per source, as the style guide asks.
 fn error_chain(error: &dyn std::error::Error) -> String {
     let mut lines = vec![format!("error: {error}")];
+    lines.extend(
+        causes(error)
+            .iter()
+            .map(|cause| format!("  caused by: {cause}")),
+    );
+    lines.push(String::new());
+    lines.join("\n")
+}
+
+/// The sources of `error`, outermost first; an API error in the API server's own words, not kube-rs' dump of the
+/// Status object (and nothing below it).
+pub(crate) fn causes(error: &dyn std::error::Error) -> Vec<String> {
+    let mut causes = Vec::new();
     let mut source = error.source();
     while let Some(cause) = source {
-        // The API's own words, not kube-rs' dump of the Status object.
         if let Some(kube::Error::Api(status)) = cause.downcast_ref::<kube::Error>() {
-            lines.push(format!(
-                "  caused by: the API server answered {} {}: {}",
+            causes.push(format!(
+                "the API server answered {} {}: {}",
                 status.code, status.reason, status.message
             ));
             break;
         }
-        lines.push(format!("  caused by: {cause}"));
+        causes.push(cause.to_string());
         source = cause.source();
     }
-    lines.push(String::new());
-    lines.join("\n")
+    causes
 }
 
 #[cfg(test)]

@@ -667,12 +667,8 @@ fn cannot_apply(plan: &crate::plan::Plan) -> String {
 
 /// An error and its causes on one line, for a log field.
 fn one_line(error: &dyn std::error::Error) -> String {
-    let mut line = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        line.push_str(": ");
-        line.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    line
+    std::iter::once(error.to_string())
+        .chain(crate::cli::causes(error))
+        .collect::<Vec<_>>()
+        .join(": ")
 }

@@ -3,8 +3,6 @@
 use std::path::{Path, PathBuf};
 
 use crate::cli::{Error, GlobalArgs};
-use crate::config::MAX_FILE_BYTES;
-use crate::watch::files::read_regular;
 
 /// The path of the jobs file the command should use.
 pub(crate) fn locate(global: &GlobalArgs) -> Result<PathBuf, Error> {
@@ -22,10 +20,9 @@ pub(crate) fn locate(global: &GlobalArgs) -> Result<PathBuf, Error> {
         .ok_or(Error::NoJobsFile { searched })
 }
 
-/// Reads the file's bytes, at most one byte more than a jobs file may have, so that a huge file is refused
-/// without reading it all; a FIFO, a device or a directory is refused without blocking on it.
+/// Reads the file's bytes ([`crate::pipeline::source::read_file`]).
 pub(crate) fn read(path: &Path) -> Result<Vec<u8>, Error> {
-    read_regular(path, MAX_FILE_BYTES as u64 + 1).map_err(|source| Error::ReadFile {
+    crate::pipeline::source::read_file(path).map_err(|source| Error::ReadFile {
         path: path.to_owned(),
         source,
     })

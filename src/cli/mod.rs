@@ -517,31 +517,12 @@ fn listed(paths: &[PathBuf]) -> String {
 fn error_chain(error: &dyn std::error::Error) -> String {
     let mut lines = vec![format!("error: {error}")];
     lines.extend(
-        causes(error)
+        crate::output::errors::causes(error)
             .iter()
             .map(|cause| format!("  caused by: {cause}")),
     );
     lines.push(String::new());
     lines.join("\n")
-}
-
-/// The sources of `error`, outermost first; an API error in the API server's own words, not kube-rs' dump of the
-/// Status object (and nothing below it).
-pub(crate) fn causes(error: &dyn std::error::Error) -> Vec<String> {
-    let mut causes = Vec::new();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        if let Some(kube::Error::Api(status)) = cause.downcast_ref::<kube::Error>() {
-            causes.push(format!(
-                "the API server answered {} {}: {}",
-                status.code, status.reason, status.message
-            ));
-            break;
-        }
-        causes.push(cause.to_string());
-        source = cause.source();
-    }
-    causes
 }
 
 #[cfg(test)]

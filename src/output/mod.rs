@@ -3,6 +3,7 @@
 //! stdout carries data (tables, JSON), stderr everything meant for a human reading along (diagnostics,
 //! summaries). Only [`Printer`] writes to either.
 
+pub mod errors;
 mod exit;
 pub mod logging;
 pub mod plan;

@@ -1,6 +1,8 @@
 //! Where a plan's jobs come from: the jobs file, the tool it belongs to, and the directory its relative paths
-//! (`trigger-files`, file logs) start from; and loading the file's content against an image table.
+//! (`trigger-files`, file logs) start from; reading the file (never blocking on a FIFO or device) and loading its
+//! content against an image table.
 
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use super::trigger_files::matching_files;
@@ -8,6 +10,53 @@ use crate::config::diagnostic::render as render_problems;
 use crate::config::image::ImageTable;
 use crate::config::{self, Context, JobsFile};
 use crate::model::ToolName;
+
+/// Reads a jobs file's bytes, at most one byte more than a jobs file may have, so that a huge file is refused
+/// without reading it all; a FIFO, a device or a directory is refused without blocking on it.
+pub fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    read_regular(path, config::MAX_FILE_BYTES as u64 + 1)
+}
+
+/// Reads at most `limit` bytes of the regular file at `path` (through symlinks). Anything else is refused with
+/// [`std::io::ErrorKind::InvalidInput`] and never blocks: the file is opened non-blocking and checked after it is
+/// open, so a FIFO put there in the meantime does not block either (opening a FIFO to read waits for a writer).
+fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use rustix::fs::{Mode, OFlags};
+    let file = std::fs::File::from(rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?);
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "it is {}, not a regular file: a jobs file must be a regular file (or a symlink to one)",
+                kind_of(kind)
+            ),
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// What a file that is not a regular file is, for messages.
+fn kind_of(kind: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    }
+}
 
 /// Where the jobs come from.
 #[derive(Debug, Clone)]
@@ -19,6 +68,11 @@ pub struct Source {
 }
 
 impl Source {
+    /// Reads the jobs file (see [`read_file`]).
+    pub fn read(&self) -> std::io::Result<Vec<u8>> {
+        read_file(&self.path)
+    }
+
     /// The jobs file `path` of `tool`.
     pub fn new(path: PathBuf, tool: ToolName) -> Self {
         let directory = directory_of(&path);

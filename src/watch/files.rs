@@ -14,7 +14,6 @@
 //! file itself is read once per interval instead (`--poll`), by path, and compared with what it held; no API
 //! request.
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -172,58 +171,15 @@ impl Drop for FileEvents {
     }
 }
 
-/// Reads at most `limit` bytes of the regular file at `path` (through symlinks). Anything else is refused with
-/// [`std::io::ErrorKind::InvalidInput`] and never blocks: the file is opened non-blocking and checked after it is
-/// open, so a FIFO put there in the meantime does not block either (opening a FIFO to read waits for a writer).
-pub(crate) fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
-    use rustix::fs::{Mode, OFlags};
-    let file = std::fs::File::from(rustix::fs::open(
-        path,
-        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?);
-    let kind = file.metadata()?.file_type();
-    if !kind.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!(
-                "it is {}, not a regular file: a jobs file must be a regular file (or a symlink to one)",
-                kind_of(kind)
-            ),
-        ));
-    }
-    let mut bytes = Vec::new();
-    file.take(limit).read_to_end(&mut bytes)?;
-    Ok(bytes)
-}
-
-/// What a file that is not a regular file is, for messages.
-fn kind_of(kind: std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt as _;
-    if kind.is_dir() {
-        "a directory"
-    } else if kind.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if kind.is_char_device() || kind.is_block_device() {
-        "a device"
-    } else if kind.is_socket() {
-        "a socket"
-    } else {
-        "a special file"
-    }
-}
-
 /// Reads `file` every `interval` and reports it when its content (or its absence) changed. By path, so a rename
 /// over it is seen like a write.
 async fn poll_file(file: PathBuf, interval: Duration, sender: mpsc::UnboundedSender<PathBuf>) {
     // NFS reads can block: off the runtime's threads.
     let read = |file: PathBuf| async move {
-        tokio::task::spawn_blocking(move || {
-            read_regular(&file, crate::config::MAX_FILE_BYTES as u64 + 1).ok()
-        })
-        .await
-        .ok()
-        .flatten()
+        tokio::task::spawn_blocking(move || crate::pipeline::source::read_file(&file).ok())
+            .await
+            .ok()
+            .flatten()
     };
     let mut last = read(file.clone()).await;
     let mut ticks = tokio::time::interval(interval);

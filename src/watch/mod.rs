@@ -13,6 +13,7 @@
 //! - `prune`: the daemon's pruning rule (only what the file dropped while watched);
 //! - `logging`: human or JSON log lines.
 
+mod daemon;
 mod drift;
 pub(crate) mod files;
 pub mod logging;
@@ -31,6 +32,7 @@ use tokio::time::Instant;
 use crate::cluster::retry::backoff_between;
 use crate::model::inventory::RunOutcome;
 
+pub use daemon::{Daemon, DaemonSettings};
 pub use prune::restrict_prunes;
 
 /// The first delay after a failed reconcile; it doubles up to [`Settings::max_backoff`].

@@ -1771,7 +1771,8 @@ fn restart_plans_a_rolling_restart_a_run_now_or_a_rerun() {
     let rolling = plan::imperative::restart("bot", &bot, &live, now);
     let action = rolling.action("bot").unwrap();
     assert_eq!(action.action, Action::Update);
-    assert_eq!(action.writes[0].object.uid.as_deref(), Some("u-bot"));
+    assert_eq!(action.writes[0].verb, plan::WriteVerb::Patch);
+    assert_eq!(action.writes[0].manifest["metadata"]["uid"], "u-bot");
     assert_eq!(
         action.writes[0].manifest["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"],
         now

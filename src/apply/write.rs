@@ -225,7 +225,7 @@ async fn put(executor: &Executor, write: &Write) -> Result<DynamicObject, WriteE
     let manifest = match write.verb {
         WriteVerb::Update => guarded(executor, write),
         WriteVerb::Create => suspended_if_one_off(write),
-        WriteVerb::Label | WriteVerb::Resume => write.manifest.clone(),
+        WriteVerb::Label | WriteVerb::Resume | WriteVerb::Patch => write.manifest.clone(),
     };
     let typed: DynamicObject =
         serde_json::from_value(manifest.clone()).map_err(|source| WriteError::Manifest {
@@ -266,6 +266,17 @@ async fn put(executor: &Executor, write: &Write) -> Result<DynamicObject, WriteE
             retry::transient("label", || api.patch(&object.name, &patch_params, &patch))
                 .await
                 .map_err(|source| api_error("label", source))
+        }
+        WriteVerb::Patch => {
+            // The patch names the UID: a newer object of that name is not ours to change (409).
+            let patch = Patch::Merge(manifest);
+            let patch_params = PatchParams {
+                field_manager: Some(FIELD_MANAGER.to_owned()),
+                ..PatchParams::default()
+            };
+            retry::transient("patch", || api.patch(&object.name, &patch_params, &patch))
+                .await
+                .map_err(|source| api_error("patch", source))
         }
         WriteVerb::Resume => resume(executor, &object.name)
             .await
@@ -389,5 +400,6 @@ fn verb_done(verb: WriteVerb) -> &'static str {
         WriteVerb::Update => "updated",
         WriteVerb::Label => "labelled",
         WriteVerb::Resume => "resumed",
+        WriteVerb::Patch => "patched",
     }
 }

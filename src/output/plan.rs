@@ -197,7 +197,10 @@ fn shows_diff(action: &PlannedAction) -> bool {
 
 fn diffs(out: &mut String, action: &PlannedAction, live: &LiveState, paint: Paint) {
     for write in &action.writes {
-        if matches!(write.verb, WriteVerb::Label | WriteVerb::Resume) {
+        if matches!(
+            write.verb,
+            WriteVerb::Label | WriteVerb::Resume | WriteVerb::Patch
+        ) {
             continue;
         }
         let Some(live_object) = live.manifest(write.object.kind, &write.object.name) else {

@@ -84,8 +84,8 @@ pub fn delete<'a>(
     Plan::new(actions, Vec::new())
 }
 
-/// `restart`: a continuous job's Deployment is written again with [`RESTARTED_AT`] set to `now` (a rolling
-/// restart, guarded by its resourceVersion); a scheduled job's running runs are deleted and a run is started from
+/// `restart`: a continuous job's Deployment gets [`RESTARTED_AT`] set to `now` on its pod template by a merge
+/// patch naming its UID (a rolling restart; the controller's status updates in between do not conflict with it); a scheduled job's running runs are deleted and a run is started from
 /// its CronJob now; a one-off's Job is deleted and created again from the same spec (its pods go first).
 pub fn restart(job: &str, workload: &LiveObject, live: &LiveState, now: &str) -> Plan {
     let object = workload_reference(job, workload);
@@ -97,10 +97,11 @@ pub fn restart(job: &str, workload: &LiveObject, live: &LiveState, now: &str) ->
                 Action::Update,
                 "`restart`: a rolling restart",
             );
+            let manifest = restarted(deployment, now);
             action.writes.push(Write {
                 object,
-                verb: WriteVerb::Update,
-                manifest: restarted(deployment, now),
+                verb: WriteVerb::Patch,
+                manifest,
             });
             action
         }
@@ -126,16 +127,12 @@ pub fn restart(job: &str, workload: &LiveObject, live: &LiveState, now: &str) ->
     Plan::new(vec![action], Vec::new())
 }
 
-/// The live Deployment with the restart annotation on its pod template.
+/// The merge patch of a rolling restart: the restart annotation on the pod template, for this UID only.
 fn restarted(deployment: &Deployment, now: &str) -> Value {
-    // Kubernetes objects always serialise.
-    let mut manifest = serde_json::to_value(deployment).expect("a Deployment serialises");
-    let template = &mut manifest["spec"]["template"]["metadata"];
-    if !template["annotations"].is_object() {
-        template["annotations"] = json!({});
-    }
-    template["annotations"][RESTARTED_AT] = json!(now);
-    manifest
+    json!({
+        "metadata": {"uid": deployment.metadata.uid},
+        "spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: now}}}},
+    })
 }
 
 /// The Jobs of a CronJob that are still running.

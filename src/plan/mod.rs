@@ -347,6 +347,8 @@ pub enum WriteVerb {
     Label,
     /// Let a suspended one-off Job of ours run (`spec.suspend: false`) once its UID is recorded.
     Resume,
+    /// A JSON merge patch: the manifest is the patch, naming the live object's UID (`restart`'s annotation).
+    Patch,
 }
 
 /// One object to write.

@@ -171,7 +171,7 @@ fn changes(plan: &Plan, live: &LiveState) -> BTreeMap<&'static str, i128> {
                     add(&write.manifest, write.object.kind, 1);
                 }
                 // The Job and its pod count already; resuming lets the pod start.
-                WriteVerb::Label | WriteVerb::Resume => {}
+                WriteVerb::Label | WriteVerb::Resume | WriteVerb::Patch => {}
             }
         }
     }

@@ -308,7 +308,7 @@ impl Desired<'_> {
         let kind = workload_kind(self.kind());
         let uid = match verb {
             WriteVerb::Create => None,
-            WriteVerb::Update | WriteVerb::Label | WriteVerb::Resume => self
+            WriteVerb::Update | WriteVerb::Label | WriteVerb::Resume | WriteVerb::Patch => self
                 .objects
                 .get(&kind)
                 .and_then(|live| live.reference.uid.clone()),

@@ -15,6 +15,7 @@
 
 mod event;
 mod records;
+mod run_now;
 mod waiting;
 mod write;
 

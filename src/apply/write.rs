@@ -1,7 +1,6 @@
 //! One action's requests: its deletes (waiting for a replaced object's UID to be gone), its writes, and the
-//! immediate run of a scheduled job (its triggers changed, or `restart`).
+//! immediate run of a scheduled job (`run_now`).
 
-use k8s_openapi::api::batch::v1::Job as KubeJob;
 use kube::api::{
     Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions,
     PropagationPolicy,
@@ -9,7 +8,7 @@ use kube::api::{
 use kube::runtime::wait::{await_condition, conditions};
 use serde_json::{Value, json};
 
-use super::{ActionOutcome, Event, EventKind, Executor};
+use super::{ActionOutcome, Event, EventKind, Executor, run_now};
 use crate::cluster::{FIELD_MANAGER, api_resource, retry};
 use crate::model::labels::DESIRED_HASH;
 use crate::plan::{Delete, ObjectKind, PlannedAction, Propagation, Write, WriteVerb};
@@ -99,9 +98,9 @@ pub(super) async fn carry_out(
         // Written by this action (its triggers changed), else as listed (`restart`).
         let cron_job = match cron_job {
             Some(written) => written,
-            None => live_cron_job(executor, &action.job)?,
+            None => run_now::live_cron_job(executor, &action.job)?,
         };
-        let job = run_now(executor, &cron_job).await?;
+        let job = run_now::run_now(executor, &cron_job).await?;
         executor.progress.event(Event::new(
             &action.job,
             EventKind::Step,
@@ -112,22 +111,6 @@ pub(super) async fn carry_out(
     Ok(outcome)
 }
 
-/// The listed CronJob of `job`.
-fn live_cron_job(executor: &Executor, job: &str) -> Result<DynamicObject, WriteError> {
-    let manifest = executor
-        .live
-        .manifest(ObjectKind::CronJob, job)
-        .ok_or_else(|| WriteError::NotListed {
-            kind: ObjectKind::CronJob,
-            name: job.to_owned(),
-        })?;
-    serde_json::from_value(manifest).map_err(|source| WriteError::Manifest {
-        kind: ObjectKind::CronJob,
-        name: job.to_owned(),
-        source,
-    })
-}
-
 fn api(executor: &Executor, kind: ObjectKind) -> Api<DynamicObject> {
     Api::namespaced_with(
         executor.client.clone(),
@@ -136,7 +119,7 @@ fn api(executor: &Executor, kind: ObjectKind) -> Api<DynamicObject> {
     )
 }
 
-fn params() -> PostParams {
+pub(super) fn params() -> PostParams {
     PostParams {
         dry_run: false,
         field_manager: Some(FIELD_MANAGER.to_owned()),
@@ -343,55 +326,6 @@ fn guarded(executor: &Executor, write: &Write) -> Value {
         }
     }
     manifest
-}
-
-/// Starts a Job from a CronJob's template now, as `kubectl create job --from=cronjob/NAME` does, named as
-/// upstream's `restart` names it: `<cronjob>-<unix time>`.
-async fn run_now(executor: &Executor, cron_job: &DynamicObject) -> Result<String, WriteError> {
-    let cron_name = cron_job.metadata.name.clone().unwrap_or_default();
-    let seconds = jiff::Timestamp::now().as_second();
-    let name = format!("{cron_name}-{seconds}");
-    let template = &cron_job.data["spec"]["jobTemplate"];
-    let mut annotations = template["metadata"]["annotations"].clone();
-    if !annotations.is_object() {
-        annotations = json!({});
-    }
-    annotations["cronjob.kubernetes.io/instantiate"] = json!("manual");
-    let job = json!({
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "labels": template["metadata"]["labels"],
-            "annotations": annotations,
-            "ownerReferences": [{
-                "apiVersion": "batch/v1",
-                "kind": "CronJob",
-                "name": cron_name,
-                "uid": cron_job.metadata.uid,
-                "controller": true,
-                "blockOwnerDeletion": true,
-            }],
-        },
-        "spec": template["spec"],
-    });
-    let api_error = |source| WriteError::Api {
-        verb: "create",
-        kind: ObjectKind::Job,
-        name: name.clone(),
-        source,
-    };
-    let job: KubeJob = serde_json::from_value(job).map_err(|source| WriteError::Manifest {
-        kind: ObjectKind::Job,
-        name: name.clone(),
-        source,
-    })?;
-    let jobs: Api<KubeJob> = Api::namespaced(executor.client.clone(), &executor.namespace);
-    let params = params();
-    retry::transient("create", || jobs.create(&params, &job))
-        .await
-        .map_err(api_error)?;
-    Ok(name)
 }
 
 fn verb_done(verb: WriteVerb) -> &'static str {

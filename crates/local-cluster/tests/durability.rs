@@ -242,6 +242,18 @@ async fn the_processes_a_killed_cluster_left_running_are_stopped_and_replaced_by
         (found.len() == 1).then(|| found[0])
     })
     .await;
+    // The kubelet records a process just after it started it; a cluster killed in between cannot know it (a
+    // window of one reconcile). This test is about the processes it knew.
+    let pids = directory.path().join("state.json.pids");
+    eventually("the process is recorded", || async {
+        std::fs::read_to_string(&pids)
+            .is_ok_and(|text| {
+                text.lines()
+                    .any(|line| line.starts_with(&format!("{first} ")))
+            })
+            .then_some(())
+    })
+    .await;
     cluster.kill().await;
     assert_eq!(
         processes(&argv),

@@ -69,11 +69,7 @@ pub(crate) async fn snapshot(global: &GlobalArgs) -> Result<(Connection, String,
 pub(crate) async fn read(global: &GlobalArgs) -> Result<LiveNamespace, Error> {
     let (tool, connection, namespace) = connect(global).await?;
     let client = &connection.client;
-    let framework = ListParams::default().labels(&format!(
-        "{}={}",
-        labels::MANAGED_BY,
-        labels::MANAGED_BY_VALUE
-    ));
+    let framework = ListParams::default().labels(&labels::framework_selector());
     let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
     let events: Api<Event> = Api::namespaced(client.clone(), &namespace);
     let list_error = |what| {

@@ -230,11 +230,7 @@ async fn live_outcomes(
             source,
         }
     };
-    let framework = ListParams::default().labels(&format!(
-        "{}={}",
-        labels::MANAGED_BY,
-        labels::MANAGED_BY_VALUE
-    ));
+    let framework = ListParams::default().labels(&labels::framework_selector());
     let (jobs, pods, events) = tokio::try_join!(
         async {
             Api::<KubeJob>::namespaced(client.clone(), namespace)

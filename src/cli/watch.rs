@@ -114,7 +114,7 @@ pub(crate) async fn run(
         grace: GRACE,
     };
     let client = connection.client.clone();
-    let settings_of_daemon = DaemonSettings {
+    let daemon_settings = DaemonSettings {
         plan: PlanSettings {
             set_name: args.set_name.clone(),
             options: PlanOptions {
@@ -127,14 +127,7 @@ pub(crate) async fn run(
         prune_settle: args.prune_settle,
         human_log: !json,
     };
-    let mut daemon = Daemon::new(
-        connection,
-        source,
-        settings_of_daemon,
-        identity,
-        lock,
-        printer,
-    );
+    let mut daemon = Daemon::new(connection, source, daemon_settings, identity, lock, printer);
     let result = watch::run(&settings, &client, &namespace, &mut daemon).await;
     let lock = daemon.stopped().await;
     if let Err(error) = lock.release().await {

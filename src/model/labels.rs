@@ -45,6 +45,18 @@ pub const APPLYSET_PART_OF: &str = "applyset.kubernetes.io/part-of";
 /// A label set.
 pub type Labels = BTreeMap<String, String>;
 
+/// Whether labels mark a jobs-framework object (ours, upstream's, `run`'s): the only objects we may touch.
+pub fn is_framework(labels: Option<&Labels>) -> bool {
+    labels
+        .and_then(|labels| labels.get(MANAGED_BY))
+        .is_some_and(|value| value == MANAGED_BY_VALUE)
+}
+
+/// The label selector of every jobs-framework object.
+pub fn framework_selector() -> String {
+    format!("{MANAGED_BY}={MANAGED_BY_VALUE}")
+}
+
 /// `app.kubernetes.io/component` of each kind.
 pub fn component(kind: Kind) -> &'static str {
     match kind {

@@ -9,12 +9,13 @@ use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 
+use super::decide::{kind_of_object, workload_kind};
 use super::{
     Action, Delete, LiveState, ObjectKind, ObjectRef, Plan, PlannedAction, Propagation,
     RecordUpdate, Write, WriteVerb,
 };
 use crate::model::{Kind, labels};
-use crate::render::{LiveObject, Rendered, Workload};
+use crate::render::{LiveObject, Rendered};
 
 /// The annotation a rolling restart sets on the pod template (what `kubectl rollout restart` sets).
 pub const RESTARTED_AT: &str = "kubectl.kubernetes.io/restartedAt";
@@ -32,11 +33,10 @@ const CONTROLLER_LABELS: [&str; 4] = [
 pub fn create(job: &str, rendered: &Rendered) -> Plan {
     let kind = rendered.canonical.kind;
     let mut action = PlannedAction::new(job, kind, Action::Create, "`run`");
-    let workload = match &rendered.workload {
-        Workload::Job(object) => (ObjectKind::Job, serde_json::to_value(object)),
-        Workload::CronJob(object) => (ObjectKind::CronJob, serde_json::to_value(object)),
-        Workload::Deployment(object) => (ObjectKind::Deployment, serde_json::to_value(object)),
-    };
+    let workload = (
+        workload_kind(kind),
+        serde_json::to_value(&rendered.workload),
+    );
     let service = rendered
         .service
         .as_ref()
@@ -66,12 +66,13 @@ pub fn delete<'a>(
     let actions = jobs
         .into_iter()
         .map(|(job, workload)| {
-            let mut action = PlannedAction::new(job, kind_of(workload), Action::Delete, "`delete`");
-            action
-                .deletes
-                .push(background(workload_reference(job, workload)));
+            let object = workload_reference(job, workload);
+            let kind = kind_of_object(object.kind);
+            let mut action = PlannedAction::new(job, kind, Action::Delete, "`delete`");
+            action.deletes.push(background(object));
             let service = live.services.iter().find(|service| {
-                service.metadata.name.as_deref() == Some(job) && is_framework(&service.metadata)
+                service.metadata.name.as_deref() == Some(job)
+                    && labels::is_framework(service.metadata.labels.as_ref())
             });
             if let Some(service) = service {
                 let object = reference(ObjectKind::Service, job, service.metadata.uid.clone());
@@ -189,14 +190,6 @@ fn again(job: &KubeJob) -> Value {
     serde_json::to_value(again).expect("a Job serialises")
 }
 
-fn kind_of(workload: &LiveObject) -> Kind {
-    match workload {
-        LiveObject::Job(_) => Kind::OneOff,
-        LiveObject::CronJob(_) => Kind::Scheduled,
-        LiveObject::Deployment(_) => Kind::Continuous,
-    }
-}
-
 fn workload_reference(job: &str, workload: &LiveObject) -> ObjectRef {
     let (kind, metadata) = match workload {
         LiveObject::Job(object) => (ObjectKind::Job, &object.metadata),
@@ -219,12 +212,4 @@ fn background(object: ObjectRef) -> Delete {
         object,
         propagation: Propagation::Background,
     }
-}
-
-fn is_framework(metadata: &ObjectMeta) -> bool {
-    metadata
-        .labels
-        .as_ref()
-        .and_then(|labels| labels.get(labels::MANAGED_BY))
-        .is_some_and(|value| value == labels::MANAGED_BY_VALUE)
 }

@@ -103,8 +103,7 @@ pub(crate) fn index<'a>(state: &'a LiveState, membership: &Membership) -> Index<
         };
         let labels = metadata.labels.clone().unwrap_or_default();
         let annotations = metadata.annotations.clone().unwrap_or_default();
-        let framework =
-            labels.get(labels::MANAGED_BY).map(String::as_str) == Some(labels::MANAGED_BY_VALUE);
+        let framework = labels::is_framework(Some(&labels));
         let inventory = labels.get(labels::INVENTORY);
         let part_of = labels.get(labels::APPLYSET_PART_OF);
         let other = inventory.is_some_and(|set| *set != membership.set_name)

@@ -27,7 +27,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::model::inventory::RunOutcome;
-use crate::model::labels::{MANAGED_BY, MANAGED_BY_VALUE};
+use crate::model::labels;
 
 /// What one object looks like, as far as drift goes: a hash of its identity, spec, labels and annotations.
 type Signature = u64;
@@ -98,7 +98,7 @@ where
     K::DynamicType: Default,
 {
     let api: Api<K> = Api::namespaced(client.clone(), namespace);
-    let config = watcher::Config::default().labels(&format!("{MANAGED_BY}={MANAGED_BY_VALUE}"));
+    let config = watcher::Config::default().labels(&labels::framework_selector());
     watcher(api, config)
         .default_backoff()
         .map(move |seen| {

@@ -109,7 +109,8 @@ pub(crate) fn workload_kind(kind: Kind) -> ObjectKind {
     }
 }
 
-fn kind_of_object(kind: ObjectKind) -> Kind {
+/// The job kind an object kind stands for (a Deployment: continuous).
+pub(crate) fn kind_of_object(kind: ObjectKind) -> Kind {
     match kind {
         ObjectKind::Job => Kind::OneOff,
         ObjectKind::CronJob => Kind::Scheduled,

@@ -103,18 +103,27 @@ impl ScriptedKubelet {
     }
 }
 
+/// What a kubelet reconciles on a change: the pod changed, deletions too (so that it forgets the pod).
+fn pod_keys(change: &Change) -> Vec<Key> {
+    if change.resource.is(pods()) {
+        vec![Key::of(&change.object)]
+    } else {
+        Vec::new()
+    }
+}
+
+/// Every pod, for a kubelet's resync.
+fn all_pods(store: &Store) -> Vec<Key> {
+    store.list(pods()).iter().map(Key::of).collect()
+}
+
 impl Reconciler for ScriptedKubelet {
     fn keys(&self, change: &Change) -> Vec<Key> {
-        // Deletions too, so the kubelet forgets the pod.
-        if change.resource.is(pods()) {
-            vec![Key::of(&change.object)]
-        } else {
-            Vec::new()
-        }
+        pod_keys(change)
     }
 
     fn all(&self, store: &Store) -> Vec<Key> {
-        store.list(pods()).iter().map(Key::of).collect()
+        all_pods(store)
     }
 
     fn reconcile(&mut self, key: &Key, store: &Store) -> Action {

@@ -354,15 +354,11 @@ fn kill_now(child: &mut Child) {
 
 impl Reconciler for ProcessKubelet {
     fn keys(&self, change: &Change) -> Vec<Key> {
-        if change.resource.is(pods()) {
-            vec![Key::of(&change.object)]
-        } else {
-            Vec::new()
-        }
+        super::pod_keys(change)
     }
 
     fn all(&self, store: &Store) -> Vec<Key> {
-        store.list(pods()).iter().map(Key::of).collect()
+        super::all_pods(store)
     }
 
     fn reconcile(&mut self, key: &Key, store: &Store) -> Action {

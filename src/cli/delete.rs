@@ -11,15 +11,10 @@
 use std::collections::BTreeMap;
 
 use clap::Args;
-use kube::api::Api;
 
 use crate::cli::live_jobs::{self, LiveJob, LiveNamespace};
 use crate::cli::{Error, GlobalArgs};
-use crate::cluster;
 use crate::output::{ExitStatus, Printer};
-use crate::pipeline::imperative::InventoryPlan;
-use crate::plan;
-use crate::render::context::DEFAULT_SET_NAME;
 
 #[derive(Debug, Args)]
 pub struct DeleteArgs {
@@ -34,7 +29,7 @@ pub(crate) async fn run(
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
     let live = live_jobs::read(global).await?;
-    let job = live.job(&args.name)?;
+    let job = live_jobs::job(&live, &args.name)?;
     delete(&live, &[job], printer).await
 }
 
@@ -49,42 +44,14 @@ pub(crate) async fn flush(global: &GlobalArgs, printer: Printer) -> Result<ExitS
     delete(&live, &jobs, printer).await
 }
 
-/// Deletes `jobs`: one plan per inventory they belong to (their `jobs.toolforge.org/inventory` label, else the
-/// default set), carried out under the tool's lock.
+/// Deletes `jobs` ([`LiveNamespace::delete_plans`]), under the tool's lock.
 async fn delete(
     live: &LiveNamespace,
     jobs: &[LiveJob],
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
-    let mut by_set: BTreeMap<&str, Vec<&LiveJob>> = BTreeMap::new();
-    for job in jobs {
-        let set = job
-            .read_back
-            .ownership
-            .inventory
-            .as_deref()
-            .unwrap_or(DEFAULT_SET_NAME);
-        by_set.entry(set).or_default().push(job);
-    }
-    let mut plans = Vec::new();
-    for (set, jobs) in by_set {
-        let stored = if set == DEFAULT_SET_NAME {
-            live.snapshot.inventory.clone()
-        } else {
-            let config_maps = Api::namespaced(live.connection.client.clone(), &live.namespace);
-            cluster::inventory::read(&config_maps, &live.namespace, set).await?
-        };
-        let plan = plan::imperative::delete(
-            jobs.iter().map(|job| (job.name(), &job.workload)),
-            &live.snapshot.live,
-        );
-        plans.push(InventoryPlan {
-            set_name: set.to_owned(),
-            stored,
-            plan,
-        });
-    }
-    let applied = live.carry_out("delete", plans).await?;
+    let plans = live.delete_plans(&jobs.iter().collect::<Vec<_>>()).await?;
+    let applied = live_jobs::carry_out(live, "delete", plans).await?;
     let deleted: BTreeMap<&str, _> = applied
         .iter()
         .flat_map(|applied| &applied.deleted)

@@ -30,7 +30,7 @@ pub(crate) async fn run(
         OutputFormat::Json => {
             let values: Vec<_> = jobs
                 .iter()
-                .map(|job| job.to_json(&live.context, live.now))
+                .map(|job| live_jobs::to_json(job, &live.context, live.now))
                 .collect();
             json_line(&values)?
         }
@@ -42,7 +42,7 @@ pub(crate) async fn run(
         OutputFormat::Long => {
             let rows: Vec<Vec<(&str, String)>> = jobs
                 .iter()
-                .map(|job| job.long_fields(&live.context, live.now))
+                .map(|job| live_jobs::long_fields(job, &live.context, live.now))
                 .collect();
             let header: Vec<&str> = rows[0].iter().map(|(field, _)| *field).collect();
             let cells: Vec<Vec<String>> = rows

@@ -45,7 +45,7 @@ pub(crate) async fn run(
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
     let live = live_jobs::read(global).await?;
-    let job = live.job(&args.name)?;
+    let job = live_jobs::job(&live, &args.name)?;
     let canonical = &job.read_back.job;
     if canonical.filelog {
         let mut files: Vec<(PathBuf, Stream)> = [

@@ -32,12 +32,10 @@ pub(crate) async fn run(
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
     let live = live_jobs::read(global).await?;
-    let job = live.job(&args.name)?;
+    let job = live_jobs::job(&live, &args.name)?;
     let now = jiff::Timestamp::now().to_string();
     let plan = plan::imperative::restart(job.name(), &job.workload, &live.snapshot.live, &now);
-    let applied = live
-        .carry_out("restart", vec![live.in_default_set(plan)])
-        .await?;
+    let applied = live_jobs::carry_out(&live, "restart", vec![live.in_default_set(plan)]).await?;
     let message = match &job.workload {
         LiveObject::Deployment(_) => format!(
             "Restarted job '{}': its pods are being replaced.\n",

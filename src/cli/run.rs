@@ -10,7 +10,6 @@
 use std::time::Duration;
 
 use clap::Args;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::apply::Applied;
 use crate::cli::apply::parse_duration;
@@ -173,16 +172,14 @@ pub(crate) async fn run(
         return Ok(ExitStatus::Invalid);
     };
     let job = &located.job;
-    if taken(&live.snapshot.live, &job.name) {
+    if live.name_taken(&job.name) {
         return Err(Error::JobExists {
             name: job.name.clone(),
         });
     }
     let rendered = render::objects(job, &live.context)?;
     let plan = plan::imperative::create(&job.name, &rendered);
-    let applied = live
-        .carry_out("run", vec![live.in_default_set(plan)])
-        .await?;
+    let applied = live_jobs::carry_out(&live, "run", vec![live.in_default_set(plan)]).await?;
     let awaited = awaited(&job.name, &rendered, applied.first(), &live.namespace);
     printer.message(&format!("Created job '{}'.\n", job.name))?;
     match (args.wait, awaited) {
@@ -246,18 +243,6 @@ fn awaited(
             }))
         }
     }
-}
-
-/// Whether any object the job would create has its name already (ours or not).
-fn taken(live: &crate::plan::LiveState, name: &str) -> bool {
-    let named = |metadata: &ObjectMeta| metadata.name.as_deref() == Some(name);
-    live.jobs.iter().any(|object| named(&object.metadata))
-        || live.cron_jobs.iter().any(|object| named(&object.metadata))
-        || live
-            .deployments
-            .iter()
-            .any(|object| named(&object.metadata))
-        || live.services.iter().any(|object| named(&object.metadata))
 }
 
 #[cfg(test)]

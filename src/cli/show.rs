@@ -21,11 +21,11 @@ pub(crate) async fn run(
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
     let live = live_jobs::read(global).await?;
-    let job = live.job(&args.name)?;
+    let job = live_jobs::job(&live, &args.name)?;
     let text = if global.output == OutputFormat::Json {
-        json_line(&job.to_json(&live.context, live.now))?
+        json_line(&live_jobs::to_json(&job, &live.context, live.now))?
     } else {
-        let mut rows = job.long_fields(&live.context, live.now);
+        let mut rows = live_jobs::long_fields(&job, &live.context, live.now);
         let hints = job.status.hints();
         rows.push((
             "Hints:",

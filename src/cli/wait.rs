@@ -74,7 +74,7 @@ pub(crate) async fn run(
         .await;
     };
     let live = live_jobs::read(global).await?;
-    let job = live.job(name)?;
+    let job = live_jobs::job(&live, name)?;
     let deadline = tokio::time::Instant::now() + args.timeout;
     let awaited = match &job.workload {
         LiveObject::CronJob(cron_job) if args.next => {

@@ -5,6 +5,7 @@
 
 pub mod carry_out;
 pub mod imperative;
+pub mod live;
 pub mod source;
 pub mod trigger_files;
 

@@ -22,6 +22,7 @@ pub mod output;
 pub mod pipeline;
 pub mod plan;
 pub mod render;
+pub mod serve;
 pub mod status;
 pub mod wait;
 pub mod watch;

@@ -107,7 +107,7 @@ async fn wait_job(
 async fn wait_job_and(
     client: &Client,
     target: &JobTarget,
-    when: impl Fn(&WaitProgress) -> bool,
+    when: impl Fn(&WaitProgress) -> bool + Sync,
     meanwhile: impl Future<Output = ()>,
 ) -> Outcome {
     let reached = tokio::sync::Notify::new();

@@ -63,7 +63,7 @@ pub(crate) async fn carry_out(
     let progress = Arc::new(LogProgress {
         failures_as_errors: false,
     });
-    Ok(live.carry_out(purpose, plans, progress).await?)
+    Ok(live.carry_out(purpose, plans, progress, None).await?)
 }
 
 /// The job `name`, or the error upstream gives: "Job 'NAME' does not exist".

@@ -21,6 +21,7 @@ mod quota;
 mod restart;
 mod run;
 mod schema;
+mod serve;
 mod show;
 mod status;
 mod table;
@@ -28,7 +29,7 @@ mod validate;
 mod wait;
 mod wait_file;
 mod watch;
-mod yaml_entry;
+pub(crate) mod yaml_entry;
 
 use std::path::PathBuf;
 
@@ -245,6 +246,14 @@ pub enum Command {
     ///
     /// For example: `toolforge-jobs man > ~/.local/share/man/man1/toolforge-jobs.1`, then `man toolforge-jobs`.
     Man,
+
+    /// Serve the Toolforge jobs API, so that the upstream CLI (`toolforge jobs …`) works against this engine
+    ///
+    /// One server for every tool: the path names the tool, and the caller proves it is that tool with a client
+    /// certificate (CN = tool, O=toolforge), a trusted proxy's `X-Toolforge-Tool` header, or a bearer token.
+    /// `--local` serves the embedded local cluster and writes a kubeconfig for the upstream CLI. See
+    /// docs/serve.md.
+    Serve(Box<serve::ServeArgs>),
 }
 
 /// Runs a parsed command line.
@@ -278,6 +287,7 @@ pub async fn run(cli: &Cli) -> ExitStatus {
         Command::Restart(args) => Box::pin(restart::run(&cli.global, args, printer)).await,
         Command::Status(args) => Box::pin(status::run(&cli.global, args, printer)).await,
         Command::Quota => Box::pin(quota::run(&cli.global, printer)).await,
+        Command::Serve(args) => Box::pin(serve::run(&cli.global, args, printer)).await,
     };
     match result {
         Ok(status) => status,
@@ -292,6 +302,8 @@ pub async fn run(cli: &Cli) -> ExitStatus {
 /// Errors of the command-line layer that end a command.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    #[error("{0}")]
+    Serve(String),
     #[error("no jobs file given, and {} does not exist; pass one with `-f FILE`", listed(.searched))]
     NoJobsFile { searched: Vec<PathBuf> },
     #[error("cannot read `{}`", .path.display())]
@@ -403,6 +415,7 @@ impl Error {
             | Error::Wait(_)
             | Error::WriteFile { .. }
             | Error::Watch(_)
+            | Error::Serve(_)
             | Error::Lock(_) => ExitStatus::Failure,
         }
     }

@@ -19,6 +19,17 @@ pub enum ImageState {
     Other(String),
 }
 
+impl ImageState {
+    /// The state as the image table and the jobs API write it: `stable`, `deprecated`, ….
+    pub fn name(&self) -> &str {
+        match self {
+            ImageState::Stable => "stable",
+            ImageState::Deprecated => "deprecated",
+            ImageState::Other(state) => state,
+        }
+    }
+}
+
 /// One pre-built image of the table.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct PrebuiltImage {

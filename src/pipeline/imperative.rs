@@ -20,6 +20,8 @@ pub struct Imperative<'a> {
     /// What the lock holder is doing (`delete`, `run`), as the Lease names it.
     pub purpose: &'a str,
     pub progress: Arc<dyn Progress>,
+    /// How long to wait for another writer's lock; `None`: fail at once.
+    pub lock_wait: Option<std::time::Duration>,
 }
 
 /// The share of an imperative plan that belongs to one inventory.
@@ -39,7 +41,7 @@ pub async fn carry_out(
     let client = &target.connection.client;
     writable_namespace(target.connection, target.namespace).await?;
     let holder = lock::identity(target.purpose);
-    let lock = lock::acquire(client, target.namespace, &holder, None).await?;
+    let lock = lock::acquire(client, target.namespace, &holder, target.lock_wait).await?;
     let mut done = Vec::new();
     let mut result = Ok(());
     for InventoryPlan {

@@ -97,13 +97,14 @@ pub async fn read(
 }
 
 impl LiveNamespace {
-    /// Carries out an imperative command's plans under the tool's lock ([`imperative::carry_out`]); what each
-    /// plan did.
+    /// Carries out an imperative command's plans under the tool's lock ([`imperative::carry_out`]), waiting up
+    /// to `lock_wait` for another writer's; what each plan did.
     pub async fn carry_out(
         &self,
         purpose: &str,
         plans: Vec<InventoryPlan>,
         progress: Arc<dyn Progress>,
+        lock_wait: Option<std::time::Duration>,
     ) -> Result<Vec<Applied>, Error> {
         let target = Imperative {
             connection: &self.connection,
@@ -111,6 +112,7 @@ impl LiveNamespace {
             live: &self.snapshot.live,
             purpose,
             progress,
+            lock_wait,
         };
         imperative::carry_out(target, plans).await
     }

@@ -6,6 +6,7 @@
 pub mod carry_out;
 pub mod imperative;
 pub mod live;
+pub mod pod_logs;
 pub mod source;
 pub mod trigger_files;
 

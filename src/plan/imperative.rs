@@ -1,11 +1,12 @@
-//! The plans of the imperative commands: `run` creates one job outside any file, `delete` and `flush` delete jobs,
-//! `restart` starts one afresh. Each is an ordinary [`Plan`] of the actions `apply` plans, so that the executor
+//! The plans of the imperative commands: `run` creates one job outside any file (and the jobs API's `PATCH`
+//! updates one), `delete` and `flush` delete jobs, `restart` starts one afresh. Each is an ordinary [`Plan`] of the actions `apply` plans, so that the executor
 //! carries them out as it carries out a file's plan: the same retries, UID and resourceVersion preconditions,
 //! waits for a replaced object to be gone, suspended one-off Jobs, and progress events. Pure, like the rest of
 //! `plan`: the caller has read the live objects and rendered the job.
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
+use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 
@@ -15,7 +16,7 @@ use super::{
     RecordUpdate, Write, WriteVerb,
 };
 use crate::model::{Kind, labels};
-use crate::render::{LiveObject, Rendered};
+use crate::render::{LiveObject, ReadBack, Rendered};
 
 /// The annotation a rolling restart sets on the pod template (what `kubectl rollout restart` sets).
 pub const RESTARTED_AT: &str = "kubectl.kubernetes.io/restartedAt";
@@ -33,21 +34,12 @@ const CONTROLLER_LABELS: [&str; 4] = [
 pub fn create(job: &str, rendered: &Rendered) -> Plan {
     let kind = rendered.canonical.kind;
     let mut action = PlannedAction::new(job, kind, Action::Create, "`run`");
-    let workload = (
-        workload_kind(kind),
-        serde_json::to_value(&rendered.workload),
-    );
+    let workload = (workload_kind(kind), workload_manifest(rendered));
     let service = rendered
         .service
         .as_ref()
-        .map(|service| (ObjectKind::Service, serde_json::to_value(service)));
+        .map(|service| (ObjectKind::Service, service_manifest(service)));
     for (object, manifest) in std::iter::once(workload).chain(service) {
-        // Kubernetes objects always serialise.
-        let mut manifest = manifest.expect("a rendered object serialises");
-        if let Some(labels) = manifest["metadata"]["labels"].as_object_mut() {
-            labels.remove(labels::INVENTORY);
-            labels.remove(labels::APPLYSET_PART_OF);
-        }
         action.writes.push(Write {
             object: reference(object, job, None),
             verb: WriteVerb::Create,
@@ -55,6 +47,89 @@ pub fn create(job: &str, rendered: &Rendered) -> Plan {
         });
     }
     Plan::new(vec![action], Vec::new())
+}
+
+/// The jobs API's new definition of a job outside any file (`PATCH`, or `POST` of a one-off that completed):
+/// its workload is written over the live one (by UID), or, when the kind changes, the live Deployment has a
+/// legacy selector (immutable) or the job is a one-off (which then runs again), the live workload is deleted
+/// and the new one created once it is gone; its Service is created, updated or deleted to match. No inventory
+/// labels, as for [`create`].
+pub fn update(
+    job: &str,
+    rendered: &Rendered,
+    live_job: &ReadBack,
+    workload: &LiveObject,
+    live: &LiveState,
+) -> Plan {
+    let kind = rendered.canonical.kind;
+    let old = workload_reference(job, workload);
+    let new_kind = workload_kind(kind);
+    let replace = old.kind != new_kind || live_job.legacy_selector || kind == Kind::OneOff;
+    let mut action = if replace {
+        let mut action = PlannedAction::new(job, kind, Action::Replace, "the jobs API's `PATCH`");
+        action.deletes.push(background(old));
+        action.writes.push(Write {
+            object: reference(new_kind, job, None),
+            verb: WriteVerb::Create,
+            manifest: workload_manifest(rendered),
+        });
+        action
+    } else {
+        let mut action = PlannedAction::new(job, kind, Action::Update, "the jobs API's `PATCH`");
+        action.writes.push(Write {
+            object: old,
+            verb: WriteVerb::Update,
+            manifest: workload_manifest(rendered),
+        });
+        action
+    };
+    let live_service = framework_service(job, live);
+    match (&rendered.service, live_service) {
+        (Some(service), Some(live_service)) => action.writes.push(Write {
+            object: reference(ObjectKind::Service, job, live_service.metadata.uid.clone()),
+            verb: WriteVerb::Update,
+            manifest: service_manifest(service),
+        }),
+        (Some(service), None) => action.writes.push(Write {
+            object: reference(ObjectKind::Service, job, None),
+            verb: WriteVerb::Create,
+            manifest: service_manifest(service),
+        }),
+        (None, Some(live_service)) => action.deletes.push(background(reference(
+            ObjectKind::Service,
+            job,
+            live_service.metadata.uid.clone(),
+        ))),
+        (None, None) => {}
+    }
+    Plan::new(vec![action], Vec::new())
+}
+
+/// A rendered workload without inventory labels: a job outside any file.
+fn workload_manifest(rendered: &Rendered) -> Value {
+    // Kubernetes objects always serialise.
+    unlabelled(serde_json::to_value(&rendered.workload).expect("a rendered object serialises"))
+}
+
+fn service_manifest(service: &Service) -> Value {
+    // Kubernetes objects always serialise.
+    unlabelled(serde_json::to_value(service).expect("a rendered Service serialises"))
+}
+
+fn unlabelled(mut manifest: Value) -> Value {
+    if let Some(labels) = manifest["metadata"]["labels"].as_object_mut() {
+        labels.remove(labels::INVENTORY);
+        labels.remove(labels::APPLYSET_PART_OF);
+    }
+    manifest
+}
+
+/// The job's Service, when it carries the managed-by label.
+fn framework_service<'a>(job: &str, live: &'a LiveState) -> Option<&'a Service> {
+    live.services.iter().find(|service| {
+        service.metadata.name.as_deref() == Some(job)
+            && labels::is_framework(service.metadata.labels.as_ref())
+    })
 }
 
 /// `delete`/`flush`: deletes each job's workload and its Service (when it carries the managed-by label), by UID
@@ -70,11 +145,7 @@ pub fn delete<'a>(
             let kind = kind_of_object(object.kind);
             let mut action = PlannedAction::new(job, kind, Action::Delete, "`delete`");
             action.deletes.push(background(object));
-            let service = live.services.iter().find(|service| {
-                service.metadata.name.as_deref() == Some(job)
-                    && labels::is_framework(service.metadata.labels.as_ref())
-            });
-            if let Some(service) = service {
+            if let Some(service) = framework_service(job, live) {
                 let object = reference(ObjectKind::Service, job, service.metadata.uid.clone());
                 action.deletes.push(background(object));
             }

@@ -18,7 +18,7 @@ mod image;
 pub mod label_sets;
 pub mod limits;
 pub mod pod;
-mod quantities;
+pub mod quantities;
 pub mod read_back;
 pub mod shell;
 pub mod workloads;

@@ -7,6 +7,8 @@
 //! `exitcode 1` or `Unable to start, out of quota for cpu, memory`; scheduled jobs also get their previous and next
 //! run times (the next one from `toolforge_cron`).
 
+pub mod quota;
+
 use std::collections::BTreeSet;
 
 use jiff::tz::TimeZone;
@@ -30,7 +32,7 @@ const RESTARTED_AT: [&str; 2] = [
 ];
 
 /// The short status, upstream's words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Short {
     Pending,

@@ -35,7 +35,7 @@ pub async fn deployment(
     client: &Client,
     target: &DeploymentTarget,
     deadline: Instant,
-    progress: &mut dyn FnMut(&WaitProgress),
+    progress: &mut (dyn FnMut(&WaitProgress) + Send),
 ) -> Result<Outcome, WaitError> {
     deployment_settling(client, target, ROLLOUT_SETTLE, deadline, progress).await
 }
@@ -46,7 +46,7 @@ pub async fn deployment_settling(
     target: &DeploymentTarget,
     settle: Duration,
     deadline: Instant,
-    progress: &mut dyn FnMut(&WaitProgress),
+    progress: &mut (dyn FnMut(&WaitProgress) + Send),
 ) -> Result<Outcome, WaitError> {
     let started = Instant::now();
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &target.namespace);

@@ -25,7 +25,7 @@ pub async fn job(
     client: &Client,
     target: &JobTarget,
     deadline: Instant,
-    progress: &mut dyn FnMut(&WaitProgress),
+    progress: &mut (dyn FnMut(&WaitProgress) + Send),
 ) -> Result<Outcome, WaitError> {
     let started = Instant::now();
     let watches = Watches::open(

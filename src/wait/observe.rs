@@ -310,7 +310,7 @@ impl Watches {
         started: Instant,
         deadline: Instant,
         settle: Duration,
-        progress: &mut dyn FnMut(&WaitProgress),
+        progress: &mut (dyn FnMut(&WaitProgress) + Send),
         judge: impl Fn(&Observed) -> Step,
     ) -> Result<Finish, WaitError> {
         let mut last = WaitProgress {

@@ -39,6 +39,8 @@ pub struct MessagesReply {
 /// `GET /jobs`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct JobList {
+    /// Each a [`DefinedJob`], only the keys a user set with `include_unset=false`.
+    #[schemars(with = "Vec<DefinedJob>")]
     pub jobs: Vec<serde_json::Value>,
     pub messages: Messages,
 }
@@ -46,6 +48,7 @@ pub struct JobList {
 /// `GET /jobs/{name}` and `POST /jobs`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct JobReply {
+    #[schemars(with = "DefinedJob")]
     pub job: serde_json::Value,
     pub messages: Messages,
 }

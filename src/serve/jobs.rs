@@ -398,11 +398,8 @@ async fn carry_out(
     carry_out_plans(state, live, purpose, plans).await
 }
 
-/// Carries out `plans` as the command line does; the namespace as it was read, for what comes after.
-///
-/// The executor's future is not `Send` for the compiler (its stream closures over borrowed actions hit
-/// rust-lang/rust#102211), and axum's handlers must be: the write runs to its end on a blocking thread of
-/// the same runtime instead, which is what a handler awaiting it would amount to.
+/// Carries out `plans` as the command line does (on a blocking thread: [`super::off_handler`]); the namespace
+/// as it was read, for what comes after.
 async fn carry_out_plans(
     state: &AppState,
     live: LiveNamespace,
@@ -412,13 +409,13 @@ async fn carry_out_plans(
     let started = std::time::Instant::now();
     let progress = state.progress.clone();
     let lock_wait = state.lock_wait;
-    let runtime = tokio::runtime::Handle::current();
-    let (live, result) = tokio::task::spawn_blocking(move || {
-        let result = runtime.block_on(live.carry_out(purpose, plans, progress, Some(lock_wait)));
+    let (live, result) = super::off_handler(move || async move {
+        let result = live
+            .carry_out(purpose, plans, progress, Some(lock_wait))
+            .await;
         (live, result)
     })
-    .await
-    .map_err(|error| ApiError::internal(&error))?;
+    .await?;
     state
         .metrics
         .apply_finished(started.elapsed(), result.is_ok());

@@ -12,6 +12,7 @@
 //! which tool, [`tls`] the mTLS listener, [`jobs`], [`info`] and [`logs`] the routes, [`metrics`], [`openapi`].
 
 pub mod auth;
+pub mod declarative;
 pub mod error;
 pub mod info;
 pub mod jobs;
@@ -79,7 +80,7 @@ impl std::ops::Deref for AppState {
 
 /// The routes under `/tool/{tool}`, each also with a trailing slash (the CLI uses both; never a redirect).
 fn tool_routes() -> Router<AppState> {
-    let routes: [(&str, MethodRouter<AppState>); 5] = [
+    let routes: [(&str, MethodRouter<AppState>); 8] = [
         (
             "/jobs",
             get(jobs::list)
@@ -92,6 +93,9 @@ fn tool_routes() -> Router<AppState> {
         ("/jobs/{name}/restart", post(jobs::restart)),
         ("/images", get(info::images)),
         ("/quotas", get(info::quotas)),
+        ("/declarative/validate", post(declarative::validate)),
+        ("/declarative/plan", post(declarative::plan)),
+        ("/declarative/apply", post(declarative::apply)),
     ];
     with_slashes(routes)
 }
@@ -148,6 +152,21 @@ pub fn router(connection: Connection, settings: &Settings, progress: Arc<dyn Pro
             settings.handler_timeout,
         ))
         .with_state(state)
+}
+
+/// Runs the future `make` gives to its end on a blocking thread of this runtime, for the pipeline's futures
+/// that the compiler does not prove `Send` (closures over borrowed plan actions in their streams hit
+/// rust-lang/rust#102211), while axum's handlers must be: what a handler awaiting them would amount to.
+pub async fn off_handler<T, F, Fut>(make: F) -> Result<T, ApiError>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = T>,
+    T: Send + 'static,
+{
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || runtime.block_on(make()))
+        .await
+        .map_err(|error| ApiError::internal(&error))
 }
 
 async fn metrics_text(State(state): State<AppState>) -> String {

@@ -240,6 +240,61 @@ fn invalid_job_and_set_names_fail_before_any_request() {
 }
 
 #[test]
+fn upstreams_run_flags_that_cannot_be_are_usage_errors() {
+    let cluster = UnusedCluster::start();
+    cluster.assert_usage_errors(
+        "tool-mytool",
+        &[
+            // Upstream's `-o` for `--filelog-stdout` is our global `--output` (docs/migrating.md).
+            (
+                &[
+                    "run",
+                    "a",
+                    "--command",
+                    "x",
+                    "--image",
+                    "python3.11",
+                    "-o",
+                    "out.log",
+                ],
+                "invalid value 'out.log' for '--output <OUTPUT>'",
+            ),
+            (
+                &["run", "--command", "x", "--image", "python3.11"],
+                "the following required arguments were not provided",
+            ),
+            (
+                &[
+                    "run",
+                    "a",
+                    "--command",
+                    "x",
+                    "--image",
+                    "python3.11",
+                    "--webservice",
+                    "--continuous",
+                ],
+                "cannot be used with",
+            ),
+            (
+                &[
+                    "run",
+                    "a",
+                    "--command",
+                    "x",
+                    "--image",
+                    "python3.11",
+                    "--publish",
+                    "/x",
+                ],
+                "invalid value '/x' for '--publish [<PUBLISH>]'",
+            ),
+            (&["logs", "a", "--since", "yesterday"], "is neither a time"),
+        ],
+    );
+}
+
+#[test]
 fn no_jobs_file_or_a_missing_one_is_a_usage_error() {
     let home = tempfile::tempdir().unwrap();
     let missing = home.path().join("missing.yaml");

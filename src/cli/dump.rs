@@ -4,7 +4,12 @@
 //! that renders to the same canonical job: the image by its short name, defaults left out where they are the
 //! same for every image (`mem`, `cpu`, `emails`, `retry`, the default log paths) and written out where they
 //! depend on it (`mount`, `filelog`/`no-filelog`). What the live objects cannot tell — `wait`, `trigger`,
-//! `trigger-files` — is not in the dump. Written to `-f FILE` (created or overwritten), else to stdout.
+//! `trigger-files` — is not in the dump. Written to `--to-file FILE` (upstream's long flag; its short `-f` is
+//! our global `-f FILE`, which names the same file), created or overwritten, else to stdout.
+
+use std::path::PathBuf;
+
+use clap::Args;
 
 use crate::cli::live_jobs::{self, LiveJob};
 use crate::cli::yaml_entry::{entry, quoted};
@@ -13,7 +18,18 @@ use crate::model::Kind;
 use crate::output::{ExitStatus, Printer};
 use crate::render::{CanonicalJob, RenderContext};
 
-pub(crate) async fn run(global: &GlobalArgs, printer: Printer) -> Result<ExitStatus, Error> {
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    /// Write the dump to FILE (as `-f FILE`; this one wins when both are given)
+    #[arg(long, value_name = "FILE")]
+    pub to_file: Option<PathBuf>,
+}
+
+pub(crate) async fn run(
+    global: &GlobalArgs,
+    args: &DumpArgs,
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
     let live = live_jobs::read(global).await?;
     let jobs = live.jobs();
     let text = if jobs.is_empty() {
@@ -24,7 +40,7 @@ pub(crate) async fn run(global: &GlobalArgs, printer: Printer) -> Result<ExitSta
             .map(|job| entry(&pairs(job, &live.context)))
             .collect::<String>()
     };
-    match &global.file {
+    match args.to_file.as_ref().or(global.file.as_ref()) {
         Some(path) => {
             std::fs::write(path, &text).map_err(|source| Error::WriteFile {
                 path: path.clone(),

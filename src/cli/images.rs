@@ -1,5 +1,5 @@
-//! `toolforge-jobs images`: the stable pre-built images a job may name, as upstream's `toolforge jobs images`
-//! lists them — the cluster's image table (Toolforge's `image-config` ConfigMap), else the bundled one.
+//! `toolforge-jobs images`: the stable pre-built images a job may name, exactly as upstream's `toolforge jobs
+//! images` lists them (tabulate's `pretty` table) — the cluster's image table (Toolforge's `image-config` ConfigMap), else the bundled one.
 
 use serde::Serialize;
 
@@ -34,7 +34,9 @@ pub(crate) async fn run(global: &GlobalArgs, printer: Printer) -> Result<ExitSta
             .iter()
             .map(|row| vec![row.short_name.to_owned(), row.image.clone()])
             .collect();
-        table::columns(&["Short name", "Container image URL"], &cells)
+        // Upstream's header for the URL column is `image`, not its intended "Container image URL": its CLI looks
+        // the title up under a key the API does not send, and falls back to the API's key.
+        table::pretty(&["Short name", "image"], &cells)
     };
     printer.data(&text)?;
     Ok(ExitStatus::Success)

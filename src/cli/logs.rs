@@ -5,21 +5,22 @@
 //! names, the stdout file to our stdout and the stderr file to our stderr (one file for both goes to stdout);
 //! `--follow` keeps reading what is appended, as `tail -f` does. Without file logging the pods' logs are read
 //! through the API (`pods/log`), every pod of the job oldest first, as upstream's logs lines:
-//! `<time> [<pod>] [<container>] <message>`; `--follow` follows them until the containers stop.
+//! `<time> [<pod>] [<container>] <message>`; `--follow` follows them until the containers stop. `--since` and
+//! `--until` (a time, or a duration before now, as upstream's) keep the pods' lines written in that window; log
+//! files have no times, so they are printed whole, with a warning.
 
 use std::io::{Read as _, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
-use futures::{AsyncBufReadExt as _, StreamExt as _, TryStreamExt as _};
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, LogParams};
+use futures::StreamExt as _;
+use jiff::Timestamp;
 
 use crate::cli::live_jobs::{self, LiveJob, LiveNamespace};
 use crate::cli::{Error, GlobalArgs};
 use crate::output::{ExitStatus, Printer};
-use crate::status::{self, Related};
+use crate::pipeline::pod_logs::{self, LogTime, Window};
 
 /// How often `--follow` looks for new lines in a log file.
 const FILE_FOLLOW_INTERVAL: Duration = Duration::from_millis(250);
@@ -37,6 +38,18 @@ pub struct LogsArgs {
     /// Only the last N lines (of each file, or of each pod)
     #[arg(short = 'l', long = "last", value_name = "N")]
     pub last: Option<usize>,
+
+    /// Only pod log lines from this time on: RFC 3339 (`2026-03-02T21:29:55+01:00`) or a duration ago (`1h32m`)
+    #[arg(long, value_name = "TIME", value_parser = parse_log_time)]
+    pub since: Option<LogTime>,
+
+    /// Only pod log lines up to this time: RFC 3339 or a duration ago, as `--since`
+    #[arg(long, value_name = "TIME", value_parser = parse_log_time)]
+    pub until: Option<LogTime>,
+}
+
+fn parse_log_time(text: &str) -> Result<LogTime, String> {
+    LogTime::parse(text)
 }
 
 pub(crate) async fn run(
@@ -48,6 +61,11 @@ pub(crate) async fn run(
     let job = live_jobs::job(&live, &args.name)?;
     let canonical = &job.read_back.job;
     if canonical.filelog {
+        if args.since.is_some() || args.until.is_some() {
+            printer.message(
+                "warning: `--since` and `--until` apply to pod logs only; log files have no times: printing them whole\n",
+            )?;
+        }
         let mut files: Vec<(PathBuf, Stream)> = [
             (&canonical.filelog_stdout, Stream::Stdout),
             (&canonical.filelog_stderr, Stream::Stderr),
@@ -158,71 +176,38 @@ async fn pod_logs(
     args: &LogsArgs,
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
-    let related = Related {
-        jobs: &live.snapshot.live.jobs,
-        pods: &live.pods,
-        events: &live.events,
-    };
-    let pods = status::pods_of(&job.workload, related);
+    let pods = pod_logs::pods(live, job);
     if pods.is_empty() {
         return Err(Error::NoLogs {
             name: job.name().to_owned(),
         });
     }
-    let api: Api<Pod> = Api::namespaced(live.connection.client.clone(), &live.namespace);
-    let params = LogParams {
-        follow: args.follow,
-        tail_lines: args
-            .last
-            .map(|last| i64::try_from(last).unwrap_or(i64::MAX)),
-        timestamps: true,
-        ..LogParams::default()
+    let now = Timestamp::now();
+    let window = Window {
+        since: args.since.map(|since| since.at(now)),
+        until: args.until.map(|until| until.at(now)),
     };
-    let mut streams = Vec::new();
-    for pod in pods {
-        let name = pod.metadata.name.clone().unwrap_or_default();
-        let container = pod
-            .spec
-            .as_ref()
-            .and_then(|spec| spec.containers.first())
-            .map(|container| container.name.clone())
-            .unwrap_or_default();
-        let log_error = |source| Error::PodLog {
-            pod: name.clone(),
-            source,
-        };
-        let lines = api
-            .log_stream(&name, &params)
-            .await
-            .map_err(log_error)?
-            .lines();
-        let prefix = format!("[{name}] [{container}]");
-        let lines = lines
-            .map_ok(move |line| upstream_line(&line, &prefix))
-            .map_err(move |source| Error::PodLog {
-                pod: name.clone(),
-                source: kube::Error::ReadEvents(source),
-            });
-        streams.push(lines.boxed());
-    }
+    let params = window.params(args.follow, args.last, now);
+    let streams = pod_logs::streams(live, &pods, &params, window)
+        .await
+        .map_err(|error| Error::PodLog {
+            pod: error.pod,
+            source: error.source,
+        })?;
     // Without `--follow` every stream ends: print them pod after pod. With `--follow`, as the lines come.
     let mut merged = if args.follow {
         futures::stream::select_all(streams).boxed()
     } else {
         futures::stream::iter(streams).flatten().boxed()
     };
-    while let Some(line) = merged.next().await {
-        printer.data(&line?)?;
+    while let Some(entry) = merged.next().await {
+        let entry = entry.map_err(|error| Error::PodLog {
+            pod: error.pod,
+            source: error.source,
+        })?;
+        printer.data(&format!("{}\n", entry.line()))?;
     }
     Ok(ExitStatus::Success)
-}
-
-/// `<time> [<pod>] [<container>] <message>` from a `timestamps=true` log line `<time> <message>`.
-fn upstream_line(line: &str, prefix: &str) -> String {
-    match line.split_once(' ') {
-        Some((time, message)) => format!("{time} {prefix} {message}\n"),
-        None => format!("{line} {prefix}\n"),
-    }
 }
 
 #[cfg(test)]
@@ -234,13 +219,5 @@ mod tests {
         assert_eq!(last_lines("a\nb\nc\n", Some(2)), "b\nc\n");
         assert_eq!(last_lines("a\nb", None), "a\nb\n");
         assert_eq!(last_lines("", Some(3)), "");
-    }
-
-    #[test]
-    fn pod_lines_read_like_upstreams() {
-        assert_eq!(
-            upstream_line("2026-11-30T12:00:00Z hello world", "[bot-1] [job]"),
-            "2026-11-30T12:00:00Z [bot-1] [job] hello world\n"
-        );
     }
 }

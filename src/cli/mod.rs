@@ -216,9 +216,9 @@ pub enum Command {
 
     /// Write the live jobs as a jobs file that applies as a no-op
     ///
-    /// To `-f FILE` (created or overwritten), else to stdout. `wait`, `trigger` and `trigger-files` cannot be
-    /// read from live objects and are not in the dump.
-    Dump,
+    /// To `--to-file FILE` or `-f FILE` (created or overwritten), else to stdout. `wait`, `trigger` and
+    /// `trigger-files` cannot be read from live objects and are not in the dump.
+    Dump(dump::DumpArgs),
 
     /// List the stable pre-built images a job may use
     Images,
@@ -282,7 +282,7 @@ pub async fn run(cli: &Cli) -> ExitStatus {
         Command::Flush => Box::pin(delete::flush(&cli.global, printer)).await,
         Command::Run(args) => Box::pin(run::run(&cli.global, args, printer)).await,
         Command::Wait(args) => Box::pin(wait::run(&cli.global, args, printer)).await,
-        Command::Dump => Box::pin(dump::run(&cli.global, printer)).await,
+        Command::Dump(args) => Box::pin(dump::run(&cli.global, args, printer)).await,
         Command::Images => Box::pin(images::run(&cli.global, printer)).await,
         Command::Restart(args) => Box::pin(restart::run(&cli.global, args, printer)).await,
         Command::Status(args) => Box::pin(status::run(&cli.global, args, printer)).await,

@@ -24,24 +24,35 @@ use crate::plan;
 use crate::render::{self, Rendered, Workload};
 use crate::wait::{DeploymentTarget, JobTarget};
 
-/// Upstream's `run` flags; each is the jobs.yaml key of the same name.
+/// Upstream's `run` flags; each is the jobs.yaml key of the same name. Upstream's `-o` for `--filelog-stdout` is
+/// not one of them: `-o` is the global `--output` (docs/migrating.md).
 #[derive(Debug, Args)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "one field per upstream flag, and clap parses each of them alone"
+)]
 pub struct RunArgs {
-    /// The job's name
-    #[arg(value_parser = crate::cli::job_name)]
-    pub name: String,
-    /// The command to run
-    #[arg(long)]
-    pub command: String,
+    /// The job's name (default for `--webservice`: `webservice`)
+    #[arg(value_parser = crate::cli::job_name, required_unless_present = "webservice")]
+    pub name: Option<String>,
+    /// The command to run (optional for `--webservice`)
+    #[arg(long, required_unless_present = "webservice")]
+    pub command: Option<String>,
     /// The image: a short name from `toolforge-jobs images`, or a build-service image
     #[arg(long)]
     pub image: String,
     /// Run on this cron schedule (a scheduled job)
-    #[arg(long, conflicts_with = "continuous")]
+    #[arg(long, conflicts_with_all = ["continuous", "webservice"])]
     pub schedule: Option<String>,
     /// Keep it running (a continuous job)
-    #[arg(long)]
+    #[arg(long, conflicts_with = "webservice")]
     pub continuous: bool,
+    /// Run a webservice job (upstream's newest kind)
+    #[arg(long)]
+    pub webservice: bool,
+    /// Expose a continuous job at `https://<tool>.toolforge.org/` (the only path is `/`)
+    #[arg(long, num_args = 0..=1, default_missing_value = "/", value_parser = ["/"])]
+    pub publish: Option<String>,
     /// Memory, e.g. `1Gi`
     #[arg(long)]
     pub mem: Option<String>,
@@ -67,10 +78,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub filelog_stdout: Option<String>,
     /// The file stderr goes to
-    #[arg(long, value_name = "PATH")]
+    #[arg(short = 'e', long, value_name = "PATH")]
     pub filelog_stderr: Option<String>,
-    /// The port a continuous job listens on (`8000`, `8000/udp`)
-    #[arg(long)]
+    /// The port a continuous job listens on (`8000`, `8000/udp`; a webservice's protocol is ignored)
+    #[arg(short = 'p', long)]
     pub port: Option<String>,
     /// How many pods a continuous job runs
     #[arg(long)]
@@ -93,11 +104,13 @@ impl RunArgs {
     /// The jobs.yaml entry the flags stand for, one key per line, values quoted as JSON strings (so that no flag
     /// value can change the document's structure) except numbers and booleans.
     fn yaml(&self) -> String {
-        let mut entries: Vec<(&str, String)> = vec![
-            ("name", quoted(&self.name)),
-            ("command", quoted(&self.command)),
-            ("image", quoted(&self.image)),
-        ];
+        let mut entries: Vec<(&str, String)> = vec![("name", quoted(self.name()))];
+        entries.extend(
+            self.command
+                .as_deref()
+                .map(|command| ("command", quoted(command))),
+        );
+        entries.push(("image", quoted(&self.image)));
         let strings = [
             ("schedule", &self.schedule),
             ("mem", &self.mem),
@@ -108,6 +121,7 @@ impl RunArgs {
             ("filelog-stderr", &self.filelog_stderr),
             ("health-check-script", &self.health_check_script),
             ("health-check-http", &self.health_check_http),
+            ("publish", &self.publish),
         ];
         entries.extend(
             strings
@@ -125,6 +139,11 @@ impl RunArgs {
                 .filter_map(|(key, value)| value.map(|value| (key, value.to_string()))),
         );
         if let Some(port) = &self.port {
+            // As upstream, a webservice's port has no protocol: `8000/udp` is port 8000.
+            let port = match port.split_once('/') {
+                Some((number, _)) if self.webservice => number,
+                _ => port,
+            };
             let value = port
                 .parse::<u16>()
                 .map_or_else(|_| quoted(port), |port| port.to_string());
@@ -132,6 +151,7 @@ impl RunArgs {
         }
         for (key, set) in [
             ("continuous", self.continuous),
+            ("webservice", self.webservice),
             ("filelog", self.filelog),
             ("no-filelog", self.no_filelog),
         ] {
@@ -140,6 +160,11 @@ impl RunArgs {
             }
         }
         entry(&entries)
+    }
+
+    /// The job's name: as given, else upstream's default for a webservice.
+    fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or("webservice")
     }
 }
 
@@ -276,6 +301,58 @@ mod tests {
             command.run.yaml(),
             "- name: \"bot\"\n  command: \"./bot.py --name \\\"x\\\"\"\n  image: \"python3.11\"\n  replicas: 2\n  \
              port: 8000\n  continuous: true\n  no-filelog: true\n"
+        );
+    }
+
+    #[test]
+    fn a_webservice_needs_no_name_nor_command_and_its_port_no_protocol() {
+        let command = Command::parse_from([
+            "run",
+            "--image",
+            "python3.11",
+            "--webservice",
+            "-p",
+            "8000/udp",
+            "-e",
+            "errors.log",
+        ]);
+        assert_eq!(
+            command.run.yaml(),
+            "- name: \"webservice\"\n  image: \"python3.11\"\n  filelog-stderr: \"errors.log\"\n  port: 8000\n  \
+             webservice: true\n"
+        );
+        assert!(
+            Command::try_parse_from(["run", "--image", "python3.11", "--command", "x"]).is_err()
+        );
+    }
+
+    #[test]
+    fn publish_defaults_to_the_root() {
+        let command = Command::parse_from([
+            "run",
+            "web",
+            "--command",
+            "x",
+            "--image",
+            "python3.11",
+            "--continuous",
+            "--port",
+            "8000",
+            "--publish",
+        ]);
+        assert!(command.run.yaml().contains("  publish: \"/\"\n"));
+        assert!(
+            Command::try_parse_from([
+                "run",
+                "web",
+                "--command",
+                "x",
+                "--image",
+                "i",
+                "--publish",
+                "/x"
+            ])
+            .is_err()
         );
     }
 }

@@ -1,4 +1,7 @@
-//! Errors as the jobs API answers them: a status code and `{"error": [...]}` (reference/jobs-api.md §1.4).
+//! Errors as the jobs API answers them: a status code and `{"error": [...]}` (reference/jobs-api.md §1.4),
+//! the same lines under `messages.error` (which the upstream CLI prints when it is there), and our own detail
+//! (located problems, hints) under `messages.detail`, which the upstream CLI does not print, so that it prints
+//! exactly upstream's lines.
 //! Application errors are 4xx or 500, never 502/503, which the upstream CLI reads as "the service is down".
 //! A body that matches no request model is 422 with `{"detail": [...]}` (`FastAPI`'s), as upstream answers it.
 
@@ -7,7 +10,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::wire::{ErrorReply, Messages};
+use super::wire::{ErrorMessages, ErrorReply, Messages};
 use crate::cluster::lock::LockError;
 use crate::output::errors;
 use crate::pipeline;
@@ -18,7 +21,7 @@ pub struct ApiError {
     pub status: StatusCode,
     /// Upstream's sentences: what the CLI prints.
     pub error: Vec<String>,
-    /// Our detail, printed after them (located problems, hints, causes).
+    /// Our detail: located problems and hints, for clients that show them.
     pub detail: Vec<String>,
     /// `FastAPI`'s request validation shape instead of ours (422).
     pub fastapi_detail: Option<serde_json::Value>,
@@ -82,14 +85,15 @@ impl IntoResponse for ApiError {
         if let Some(detail) = self.fastapi_detail {
             return (self.status, Json(json!({ "detail": detail }))).into_response();
         }
-        let mut lines = self.error.clone();
-        lines.extend(self.detail);
         let body = ErrorReply {
-            error: self.error,
-            messages: Messages {
-                error: lines,
-                ..Messages::default()
+            messages: ErrorMessages {
+                messages: Messages {
+                    error: self.error.clone(),
+                    ..Messages::default()
+                },
+                detail: self.detail,
             },
+            error: self.error,
         };
         (self.status, Json(body)).into_response()
     }

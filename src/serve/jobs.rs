@@ -24,6 +24,7 @@ use crate::model::{Kind, labels};
 use crate::pipeline::imperative::InventoryPlan;
 use crate::pipeline::live::{self, LiveJob, LiveNamespace};
 use crate::plan::{self, Plan};
+use crate::render::limits::violations;
 use crate::render::{self, LiveObject, Rendered};
 use crate::status::Short;
 
@@ -132,6 +133,18 @@ fn requested(request: &NewJob, live: &LiveNamespace) -> Result<Requested, ApiErr
     let loaded = payload::load(request, live.context.tool.as_str(), &live.context.images)?;
     let rendered = render::objects(&loaded.job, &live.context)
         .map_err(|error| ApiError::new(StatusCode::BAD_REQUEST, error.to_string()))?;
+    // The namespace's LimitRange would refuse the pods: refuse the job, in upstream's words.
+    if let Some(limits) = &live.context.container_limits {
+        let violations = violations(&rendered.canonical, limits);
+        if !violations.is_empty() {
+            return Err(ApiError {
+                status: StatusCode::BAD_REQUEST,
+                error: violations.iter().map(ToString::to_string).collect(),
+                detail: Vec::new(),
+                fastapi_detail: None,
+            });
+        }
+    }
     Ok(Requested {
         rendered,
         warnings: loaded.warnings,

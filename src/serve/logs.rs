@@ -8,7 +8,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt as _;
-use jiff::{SignedDuration, Timestamp};
+use jiff::Timestamp;
 use kube::api::LogParams;
 use serde::{Deserialize, Serialize};
 
@@ -16,7 +16,7 @@ use super::AppState;
 use super::auth::ToolScope;
 use super::error::ApiError;
 use crate::pipeline::live::{self, LiveJob, LiveNamespace};
-use crate::pipeline::pod_logs::{self, LogEntry};
+use crate::pipeline::pod_logs::{self, LogEntry, LogTime, Window};
 
 /// Entries per page, as upstream's logs-api pages them.
 const PAGE_SIZE: usize = 500;
@@ -54,20 +54,14 @@ pub struct NextPage {
     pub url: String,
 }
 
-/// A time bound: a timestamp, or a duration before `now`.
+/// A time bound of the query.
 fn time_bound(text: &str, what: &str, now: Timestamp) -> Result<Timestamp, ApiError> {
-    if let Ok(time) = text.parse::<Timestamp>() {
-        return Ok(time);
-    }
-    text.parse::<SignedDuration>()
-        .ok()
-        .and_then(|ago| now.checked_sub(ago).ok())
-        .ok_or_else(|| {
+    LogTime::parse(text)
+        .map(|time| time.at(now))
+        .map_err(|problem| {
             ApiError::new(
                 StatusCode::BAD_REQUEST,
-                format!(
-                    "Invalid {what} `{text}`: give an ISO 8601 time (2026-03-02T21:29:55+01:00) or a duration (1h32m22s)"
-                ),
+                format!("Invalid {what}: {problem}"),
             )
         })
 }
@@ -98,12 +92,8 @@ fn no_logs(name: &str) -> ApiError {
     )
 }
 
-/// The Kubernetes log parameters of a query: `since` as seconds before now.
-fn log_params(
-    query: &LogQuery,
-    now: Timestamp,
-    follow: bool,
-) -> Result<(LogParams, Option<Timestamp>), ApiError> {
+/// The window of a query and the Kubernetes log parameters that read it.
+fn window(query: &LogQuery, now: Timestamp, follow: bool) -> Result<(Window, LogParams), ApiError> {
     if query
         .direction
         .as_deref()
@@ -114,26 +104,18 @@ fn log_params(
             "Only direction=newest_first is supported",
         ));
     }
-    let since = query
-        .since
-        .as_deref()
-        .map(|text| time_bound(text, "since", now))
-        .transpose()?;
-    let until = query
-        .until
-        .as_deref()
-        .map(|text| time_bound(text, "until", now))
-        .transpose()?;
-    let params = LogParams {
-        follow,
-        since_seconds: since.map(|since| now.duration_since(since).as_secs().max(1)),
-        tail_lines: follow
-            .then_some(query.lines)
-            .flatten()
-            .map(|lines| i64::try_from(lines).unwrap_or(i64::MAX)),
-        ..LogParams::default()
+    let bound = |text: &Option<String>, what| {
+        text.as_deref()
+            .map(|text| time_bound(text, what, now))
+            .transpose()
     };
-    Ok((params, until))
+    let window = Window {
+        since: bound(&query.since, "since")?,
+        until: bound(&query.until, "until")?,
+    };
+    // A page keeps the newest `lines` of all pods; a stream starts from each pod's last `lines`.
+    let params = window.params(follow, query.lines.filter(|_| follow), now);
+    Ok((window, params))
 }
 
 /// `GET /logs/v1/tool/{tool}/job/{name}/logs`: one page of the job's entries, newest first.
@@ -144,9 +126,9 @@ pub async fn page(
     Query(query): Query<LogQuery>,
 ) -> Result<Json<LogPage>, ApiError> {
     let (live, job) = job_with_pod_logs(&state, &scope, &name).await?;
-    let (params, until) = log_params(&query, live.now, false)?;
+    let (window, params) = window(&query, live.now, false)?;
     let pods = pod_logs::pods(&live, &job);
-    let streams = pod_logs::streams(&live, &pods, &params)
+    let streams = pod_logs::streams(&live, &pods, &params, window)
         .await
         .map_err(|error| ApiError::internal(&error))?;
     let mut entries = Vec::new();
@@ -155,15 +137,13 @@ pub async fn page(
             entries.push(entry.map_err(|error| ApiError::internal(&error))?);
         }
     }
-    if let Some(until) = until {
-        let until = until.to_string();
-        entries.retain(|entry| entry.datetime <= until);
-    }
     if entries.is_empty() && query.cursor.is_none() {
         return Err(no_logs(&name));
     }
-    // RFC 3339 times in UTC with the same precision sort as text.
-    entries.sort_by(|a, b| b.datetime.cmp(&a.datetime));
+    // Newest first. Each pod's entries come oldest first and lines of one instant keep that order reversed
+    // (the sort is stable); times are compared as times, their texts differ in precision.
+    entries.reverse();
+    entries.sort_by_cached_key(|entry| std::cmp::Reverse(entry.datetime.parse::<Timestamp>().ok()));
     entries.truncate(query.lines.unwrap_or(usize::MAX));
     let start = query.cursor.unwrap_or(0).min(entries.len());
     let end = (start + PAGE_SIZE).min(entries.len());
@@ -203,12 +183,12 @@ pub async fn stream(
     Query(query): Query<LogQuery>,
 ) -> Result<Response, ApiError> {
     let (live, job) = job_with_pod_logs(&state, &scope, &name).await?;
-    let (params, _) = log_params(&query, live.now, true)?;
+    let (window, params) = window(&query, live.now, true)?;
     let pods = pod_logs::pods(&live, &job);
     if pods.is_empty() {
         return Err(no_logs(&name));
     }
-    let streams = pod_logs::streams(&live, &pods, &params)
+    let streams = pod_logs::streams(&live, &pods, &params, window)
         .await
         .map_err(|error| ApiError::internal(&error))?;
     let lines = futures::stream::select_all(streams).map(|entry| {

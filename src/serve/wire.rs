@@ -60,12 +60,22 @@ pub struct UpdateReply {
     pub messages: Messages,
 }
 
-/// An error: upstream's `{"error": [...]}` (always a list: the CLI joins it with newlines), with the same lines,
-/// and our detail after them, under `messages.error`, which the CLI prints instead when it is there.
+/// An error: upstream's `{"error": [...]}` (always a list: the CLI joins it with newlines), and the same lines
+/// under `messages.error`, with our detail beside them.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ErrorReply {
     pub error: Vec<String>,
+    pub messages: ErrorMessages,
+}
+
+/// An error's messages.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ErrorMessages {
+    #[serde(flatten)]
     pub messages: Messages,
+    /// Our words for each problem, naming the request key it is about, with hints (the CLI ignores them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub detail: Vec<String>,
 }
 
 /// A job as upstream's `DefinedJob` writes it (reference/jobs-api.md §2.2).

@@ -101,31 +101,6 @@ impl Status {
         }
     }
 
-    /// The summary and the messages: `Pending for 40s: restarted (3), exitcode 1`, for `list`'s "Status:".
-    pub fn line(&self, now: Timestamp) -> String {
-        if self.messages.is_empty() {
-            self.summary(now)
-        } else {
-            format!("{}: {}", self.summary(now), self.messages.join(", "))
-        }
-    }
-
-    /// The messages joined with ". ", then `Previous: … Next: …` for scheduled jobs: `show`'s "Hints:".
-    pub fn hints(&self) -> String {
-        let mut parts = self.messages.clone();
-        if self.previous_schedule.is_some() || self.next_schedule.is_some() {
-            let time = |time: Option<Timestamp>| {
-                time.map_or_else(|| "N/A".to_owned(), |time| time.to_string())
-            };
-            parts.push(format!(
-                "Previous: {}. Next: {}",
-                time(self.previous_schedule),
-                time(self.next_schedule)
-            ));
-        }
-        parts.join(". ")
-    }
-
     /// The JSON form, with the duration as of `now`.
     pub fn to_json(&self, now: Timestamp) -> StatusJson {
         StatusJson {
@@ -758,9 +733,20 @@ mod tests {
             now(),
         );
         assert_eq!(waiting.short, Short::Pending);
+        assert_eq!(waiting.messages, ["Waiting for scheduled time"]);
         assert_eq!(
-            waiting.hints(),
-            "Waiting for scheduled time. Previous: 2026-11-30T03:17:00Z. Next: 2026-12-01T03:17:00Z"
+            waiting
+                .previous_schedule
+                .map(|time| time.to_string())
+                .as_deref(),
+            Some("2026-11-30T03:17:00Z")
+        );
+        assert_eq!(
+            waiting
+                .next_schedule
+                .map(|time| time.to_string())
+                .as_deref(),
+            Some("2026-12-01T03:17:00Z")
         );
         let mut run = job(&json!([{"type": "Complete", "status": "True"}]));
         run.metadata.owner_references = Some(vec![

@@ -143,6 +143,7 @@ macro_rules! resource {
 
 use k8s_openapi::api::{
     apps::v1 as apps, batch::v1 as batch, coordination::v1 as coordination, core::v1 as core,
+    rbac::v1 as rbac,
 };
 
 /// Every served type. Order is discovery order.
@@ -168,6 +169,9 @@ pub static RESOURCES: &[ResourceType] = &[
     resource!("", "v1", "resourcequotas", "resourcequota", "ResourceQuota", core::ResourceQuota,
         namespaced: true, short: &["quota"], categories: &[], status: true, scale: false, generation: false,
         propagation: Propagation::Background),
+    resource!("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", core::ServiceAccount,
+        namespaced: true, short: &["sa"], categories: &[], status: false, scale: false, generation: false,
+        propagation: Propagation::Background),
     resource!("", "v1", "events", "event", "Event", core::Event, namespaced: true,
         short: &["ev"], categories: &[], status: false, scale: false, generation: false,
         propagation: Propagation::Background),
@@ -186,6 +190,12 @@ pub static RESOURCES: &[ResourceType] = &[
     resource!("coordination.k8s.io", "v1", "leases", "lease", "Lease", coordination::Lease, namespaced: true,
         short: &[], categories: &[], status: false, scale: false, generation: false,
         propagation: Propagation::Background),
+    resource!("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", rbac::ClusterRole,
+        namespaced: false, short: &[], categories: &[], status: false, scale: false, generation: false,
+        propagation: Propagation::Background),
+    resource!("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding",
+        rbac::ClusterRoleBinding, namespaced: false, short: &[], categories: &[], status: false, scale: false,
+        generation: false, propagation: Propagation::Background),
     ResourceType {
         group: "events.k8s.io",
         version: "v1",

@@ -30,7 +30,8 @@ fn kubectl(kubeconfig: &Path, args: &[&str]) -> (bool, String) {
     (output.status.success(), text)
 }
 
-#[tokio::test]
+// kubectl runs as a blocking child process: the in-process cluster needs threads of its own to answer it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_manifests_pass_a_server_side_dry_run_and_create_nothing() {
     let cluster = LocalCluster::start(Options::default()).await.unwrap();
     let directory = tempfile::tempdir().unwrap();

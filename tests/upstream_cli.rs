@@ -535,7 +535,8 @@ async fn invalid_jobs_are_refused_with_upstreams_sentences_and_nothing_is_create
                 "--cpu",
                 "2",
             ],
-            "Requested CPU 2 is over maximum allowed per container",
+            // Upstream normalises the CPU (`2` → `2.0`) before it checks it against the LimitRange.
+            "Requested CPU 2.0 is over maximum allowed per container (1)",
         ),
         (
             &[

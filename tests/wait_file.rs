@@ -176,9 +176,10 @@ async fn status_shows_the_last_apply_and_run_outcomes_as_list_does() {
     // Nobody waited for `migrate`: the inventory does not know how it ended; `list` does.
     eventually(TIMEOUT, "list shows migrate succeeded", || async {
         let list = cluster.run(&["list"]).await;
-        list.stdout
-            .lines()
-            .any(|line| line.starts_with("migrate") && line.contains("Succeeded"))
+        // A row of upstream's bordered table: `|  migrate  |  one-off  | Succeeded for 1s |`.
+        list.stdout.lines().any(|line| {
+            line.split('|').any(|cell| cell.trim() == "migrate") && line.contains("Succeeded")
+        })
     })
     .await;
     let status = cluster.run(&["status"]).await;

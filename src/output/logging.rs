@@ -24,10 +24,14 @@ pub fn init(verbosity: u8, color: bool) {
 }
 
 /// `level`, with kube's client quieter unless `-vv` or more asks for everything: it logs every failed request as
-/// an error (which our own message already reports, once) and bodies it cannot parse whole.
+/// an error (which our own message already reports, once) and bodies it cannot parse whole. `serve`'s access
+/// log (one line per request; only `serve` writes it) is on at every level: a server without one is blind.
 fn filter_for(level: &str) -> String {
     match level {
-        "warn" | "info" => format!("{level},kube_client=off"),
+        "warn" | "info" => format!("{level},kube_client=off,{ACCESS_LOG}=info"),
         _ => level.to_owned(),
     }
 }
+
+/// The `tracing` target of `serve`'s access log.
+pub const ACCESS_LOG: &str = "toolforge_jobs::serve::access";

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use super::{Error, writable_namespace};
 use crate::apply::{Applied, Executor, Options, Progress};
+use crate::cluster::Connection;
 use crate::cluster::StoredInventory;
 use crate::cluster::inventory::InventoryStore;
-use crate::cluster::{Connection, lock};
+use crate::cluster::lock::{self, Lock};
 use crate::plan::{LiveState, Plan};
 
 /// Where and by whom an imperative plan is carried out.
@@ -32,18 +33,47 @@ pub struct InventoryPlan {
     pub plan: Plan,
 }
 
-/// Takes the lock (exit 6 when another writer holds it), carries out each plan in order, and releases the lock.
-/// What each plan did, in order; the first error ends it.
+/// Takes the lock (exit 6 when another writer holds it), carries out each plan in order ([`carry_out_holding`]),
+/// and releases the lock. What each plan did, in order; the first error ends it.
 pub async fn carry_out(
     target: Imperative<'_>,
     plans: Vec<InventoryPlan>,
 ) -> Result<Vec<Applied>, Error> {
-    let client = &target.connection.client;
+    let lock = take_lock(&target).await?;
+    let result = carry_out_holding(&target, plans, &lock).await;
+    release(lock).await;
+    result
+}
+
+/// The tool's lock for `target`'s purpose, waiting up to its `lock_wait`; the namespace is made writable first.
+pub async fn take_lock(target: &Imperative<'_>) -> Result<Lock, Error> {
     writable_namespace(target.connection, target.namespace).await?;
     let holder = lock::identity(target.purpose);
-    let lock = lock::acquire(client, target.namespace, &holder, target.lock_wait).await?;
+    Ok(lock::acquire(
+        &target.connection.client,
+        target.namespace,
+        &holder,
+        target.lock_wait,
+    )
+    .await?)
+}
+
+/// Releases the lock; one that cannot be released expires by itself.
+pub async fn release(lock: Lock) {
+    if let Err(error) = lock.release().await {
+        tracing::warn!(%error, "cannot release the lock; it expires by itself");
+    }
+}
+
+/// Carries out each plan in order while the caller holds `lock` (a lost lock stops it). What each plan did, in
+/// order; the first error ends it.
+pub async fn carry_out_holding(
+    target: &Imperative<'_>,
+    plans: Vec<InventoryPlan>,
+    lock: &Lock,
+) -> Result<Vec<Applied>, Error> {
+    let client = &target.connection.client;
     let mut done = Vec::new();
-    let mut result = Ok(());
     for InventoryPlan {
         set_name,
         stored,
@@ -62,24 +92,15 @@ pub async fn carry_out(
             Options::default(),
         )
         .stopped_by(lock.lost());
-        match Box::pin(executor.execute(&plan)).await {
-            Ok(applied) if applied.interrupted => {
-                result = Err(if lock.was_taken_over() {
-                    Error::LockTakenOver
-                } else {
-                    Error::LockExpired
-                });
-                break;
-            }
-            Ok(applied) => done.push(applied),
-            Err(error) => {
-                result = Err(error.into());
-                break;
-            }
+        let applied = Box::pin(executor.execute(&plan)).await?;
+        if applied.interrupted {
+            return Err(if lock.was_taken_over() {
+                Error::LockTakenOver
+            } else {
+                Error::LockExpired
+            });
         }
+        done.push(applied);
     }
-    if let Err(error) = lock.release().await {
-        tracing::warn!(%error, "cannot release the lock; it expires by itself");
-    }
-    result.map(|()| done)
+    Ok(done)
 }

@@ -117,6 +117,25 @@ impl LiveNamespace {
         imperative::carry_out(target, plans).await
     }
 
+    /// Carries out plans while the caller holds the tool's `lock` ([`imperative::carry_out_holding`]): for
+    /// writes decided from a namespace read under the lock.
+    pub async fn carry_out_holding(
+        &self,
+        plans: Vec<InventoryPlan>,
+        progress: Arc<dyn Progress>,
+        lock: &crate::cluster::lock::Lock,
+    ) -> Result<Vec<Applied>, Error> {
+        let target = Imperative {
+            connection: &self.connection,
+            namespace: &self.namespace,
+            live: &self.snapshot.live,
+            purpose: "",
+            progress,
+            lock_wait: None,
+        };
+        imperative::carry_out_holding(&target, plans, lock).await
+    }
+
     /// `plan` for jobs of the default inventory, as read.
     pub fn in_default_set(&self, plan: Plan) -> InventoryPlan {
         InventoryPlan {

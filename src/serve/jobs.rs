@@ -21,7 +21,7 @@ use super::payload;
 use super::request::JsonBody;
 use super::wire::{DefinedJob, JobList, JobReply, Messages, MessagesReply, NewJob, UpdateReply};
 use crate::model::{Kind, labels};
-use crate::pipeline::imperative::InventoryPlan;
+use crate::pipeline::imperative::{self, Imperative};
 use crate::pipeline::live::{self, LiveJob, LiveNamespace};
 use crate::plan::{self, Plan};
 use crate::render::limits::violations;
@@ -164,6 +164,82 @@ fn owned_by_file(job: &LiveJob) -> ApiError {
     )
 }
 
+/// What a write request decided from the namespace: an answer as it is, or writes and the answer after them.
+enum Decision<T> {
+    Answer(T),
+    Write(Writes, T),
+}
+
+/// The writes of a decision.
+enum Writes {
+    /// A plan of the default inventory (`run`, `load`, `restart`).
+    Plan(Plan),
+    /// Delete these jobs, each with its inventory's record.
+    Delete(Vec<String>),
+}
+
+/// Decides from the namespace as read; when that needs writes, takes the tool's lock, reads and decides again
+/// (nobody can change what it decides from while it holds the lock: another request of this server or of
+/// another replica, `apply`, `watch`) and carries the writes out. The answer, and the namespace it was decided
+/// from.
+async fn decide_and_write<T, F>(
+    state: &AppState,
+    scope: &ToolScope,
+    purpose: &'static str,
+    decide: F,
+) -> Result<(T, LiveNamespace), ApiError>
+where
+    T: Send + 'static,
+    F: Fn(&LiveNamespace) -> Result<Decision<T>, ApiError> + Send + 'static,
+{
+    let live = read(state, scope).await?;
+    if let Decision::Answer(answer) = decide(&live)? {
+        return Ok((answer, live));
+    }
+    let state = state.clone();
+    let tool = scope.tool.clone();
+    super::off_handler(move || async move {
+        let target = Imperative {
+            connection: &state.connection,
+            namespace: &live.namespace,
+            live: &live.snapshot.live,
+            purpose,
+            progress: state.progress.clone(),
+            lock_wait: Some(state.lock_wait),
+        };
+        let lock = imperative::take_lock(&target).await?;
+        let started = std::time::Instant::now();
+        let result = async {
+            let live = live::read(state.connection.clone(), &tool, &state.home).await?;
+            let (writes, answer) = match decide(&live)? {
+                Decision::Answer(answer) => return Ok((answer, live)),
+                Decision::Write(writes, answer) => (writes, answer),
+            };
+            let plans = match writes {
+                Writes::Plan(plan) => vec![live.in_default_set(plan)],
+                Writes::Delete(names) => {
+                    let jobs: Vec<LiveJob> = live
+                        .jobs()
+                        .into_iter()
+                        .filter(|job| names.iter().any(|name| name == job.name()))
+                        .collect();
+                    live.delete_plans(&jobs.iter().collect::<Vec<_>>()).await?
+                }
+            };
+            live.carry_out_holding(plans, state.progress.clone(), &lock)
+                .await?;
+            Ok::<_, ApiError>((answer, live))
+        }
+        .await;
+        state
+            .metrics
+            .apply_finished(started.elapsed(), result.is_ok());
+        imperative::release(lock).await;
+        result
+    })
+    .await?
+}
+
 /// `POST /jobs` (upstream's `run`): creates the job outside any file. A name taken by a job is refused with
 /// 409, except a one-off that completed, which runs again (as upstream does) — unless a jobs file keeps it:
 /// then it ran with its definition already and is not run again.
@@ -172,54 +248,55 @@ pub async fn create(
     scope: ToolScope,
     JsonBody(request): JsonBody<NewJob>,
 ) -> Result<(StatusCode, Json<JobReply>), ApiError> {
-    let live = read(&state, &scope).await?;
-    let Requested { rendered, warnings } = requested(&request, &live)?;
-    let name = rendered.canonical.name.clone();
-    let mut messages = Messages {
-        warning: warnings,
-        ..Messages::default()
-    };
-    let existing = live.job(&name);
-    let plan = match &existing {
-        Some(job) if is_finished_one_off(job) && job.read_back.ownership.inventory.is_some() => {
-            if job.read_back.ownership.fingerprint.as_deref() != Some(rendered.fingerprint.as_str())
-            {
-                return Err(owned_by_file(job));
-            }
-            messages.info.push(format!(
-                "Job '{name}' ran already with this definition (its jobs file keeps one-off jobs at most \
-                 once per definition); it is not run again"
-            ));
-            None
-        }
-        Some(job) if is_finished_one_off(job) && job.status.short == Short::Succeeded => {
-            Some(plan::imperative::update(
-                &name,
-                &rendered,
-                &job.read_back,
-                &job.workload,
-                &live.snapshot.live,
-            ))
-        }
-        Some(_) => {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                format!("A job with the name {name} already exists"),
-            ));
-        }
-        None if live.name_taken(&name) => {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                format!(
-                    "A job with the name {name} already exists (an object named so that is not a job)"
-                ),
-            ));
-        }
-        None => Some(plan::imperative::create(&name, &rendered)),
-    };
-    if let Some(plan) = plan {
-        carry_out(&state, live, "serve: run", plan).await?;
-    }
+    let ((name, messages), _) =
+        decide_and_write(&state, &scope, "serve: run", move |live| {
+            let Requested { rendered, warnings } = requested(&request, live)?;
+            let name = rendered.canonical.name.clone();
+            let mut messages = Messages {
+                warning: warnings,
+                ..Messages::default()
+            };
+            let plan = match live.job(&name) {
+                Some(job) if is_finished_one_off(&job) && job.read_back.ownership.inventory.is_some() => {
+                    if job.read_back.ownership.fingerprint.as_deref()
+                        != Some(rendered.fingerprint.as_str())
+                    {
+                        return Err(owned_by_file(&job));
+                    }
+                    messages.info.push(format!(
+                        "Job '{name}' ran already with this definition (its jobs file keeps one-off jobs at \
+                         most once per definition); it is not run again"
+                    ));
+                    return Ok(Decision::Answer((name, messages)));
+                }
+                Some(job) if is_finished_one_off(&job) && job.status.short == Short::Succeeded => {
+                    plan::imperative::update(
+                        &name,
+                        &rendered,
+                        &job.read_back,
+                        &job.workload,
+                        &live.snapshot.live,
+                    )
+                }
+                Some(_) => {
+                    return Err(ApiError::new(
+                        StatusCode::CONFLICT,
+                        format!("A job with the name {name} already exists"),
+                    ));
+                }
+                None if live.name_taken(&name) => {
+                    return Err(ApiError::new(
+                        StatusCode::CONFLICT,
+                        format!(
+                            "A job with the name {name} already exists (an object named so that is not a job)"
+                        ),
+                    ));
+                }
+                None => plan::imperative::create(&name, &rendered),
+            };
+            Ok(Decision::Write(Writes::Plan(plan), (name, messages)))
+        })
+        .await?;
     let after = read(&state, &scope).await?;
     let job = after.job(&name).ok_or_else(|| {
         ApiError::new(
@@ -254,47 +331,51 @@ pub async fn update(
             messages: Messages::info("OneOffJobs can't be updated, delete and recreate it instead"),
         }));
     }
-    let live = read(&state, &scope).await?;
-    let Requested { rendered, warnings } = requested(&request, &live)?;
-    let name = rendered.canonical.name.clone();
-    let (plan, sentence) = match live.job(&name) {
-        None if live.name_taken(&name) => {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                format!("An object named {name} exists that is not a job"),
-            ));
-        }
-        None => (
-            Some(plan::imperative::create(&name, &rendered)),
-            format!("Job {name} created in storage and runtime"),
-        ),
-        Some(job) if up_to_date(&job, &rendered) => {
-            (None, format!("Job {name} is already up to date"))
-        }
-        Some(job) if job.read_back.ownership.inventory.is_some() => {
-            return Err(owned_by_file(&job));
-        }
-        Some(job) => (
-            Some(plan::imperative::update(
-                &name,
-                &rendered,
-                &job.read_back,
-                &job.workload,
-                &live.snapshot.live,
-            )),
-            format!("Job {name} was updated in storage and runtime"),
-        ),
-    };
-    let job_changed = plan.is_some();
-    if let Some(plan) = plan {
-        carry_out(&state, live, "serve: load", plan).await?;
-    }
-    let mut messages = Messages::info(sentence);
-    messages.warning = warnings;
-    Ok(Json(UpdateReply {
-        job_changed,
-        messages,
-    }))
+    let (reply, _) = decide_and_write(&state, &scope, "serve: load", move |live| {
+        let Requested { rendered, warnings } = requested(&request, live)?;
+        let name = rendered.canonical.name.clone();
+        let reply = |job_changed, sentence: String| UpdateReply {
+            job_changed,
+            messages: Messages {
+                info: vec![sentence],
+                warning: warnings.clone(),
+                ..Messages::default()
+            },
+        };
+        Ok(match live.job(&name) {
+            None if live.name_taken(&name) => {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    format!("An object named {name} exists that is not a job"),
+                ));
+            }
+            None => Decision::Write(
+                Writes::Plan(plan::imperative::create(&name, &rendered)),
+                reply(true, format!("Job {name} created in storage and runtime")),
+            ),
+            Some(job) if up_to_date(&job, &rendered) => {
+                Decision::Answer(reply(false, format!("Job {name} is already up to date")))
+            }
+            Some(job) if job.read_back.ownership.inventory.is_some() => {
+                return Err(owned_by_file(&job));
+            }
+            Some(job) => Decision::Write(
+                Writes::Plan(plan::imperative::update(
+                    &name,
+                    &rendered,
+                    &job.read_back,
+                    &job.workload,
+                    &live.snapshot.live,
+                )),
+                reply(
+                    true,
+                    format!("Job {name} was updated in storage and runtime"),
+                ),
+            ),
+        })
+    })
+    .await?;
+    Ok(Json(reply))
 }
 
 /// Whether the live job runs what the request defines.
@@ -308,8 +389,7 @@ pub async fn delete(
     scope: ToolScope,
     Path((_, name)): Path<(String, String)>,
 ) -> Result<Json<MessagesReply>, ApiError> {
-    let live = read(&state, &scope).await?;
-    delete_jobs(&state, live, Some(&name)).await
+    delete_jobs(&state, &scope, Some(name)).await
 }
 
 /// `DELETE /jobs` (upstream's `flush`): every job of the tool.
@@ -317,31 +397,30 @@ pub async fn flush(
     State(state): State<AppState>,
     scope: ToolScope,
 ) -> Result<Json<MessagesReply>, ApiError> {
-    let live = read(&state, &scope).await?;
-    delete_jobs(&state, live, None).await
+    delete_jobs(&state, &scope, None).await
 }
 
+/// Deletes the job `name`, or every job, then waits for their pods.
 async fn delete_jobs(
     state: &AppState,
-    live: LiveNamespace,
-    names: Option<&str>,
+    scope: &ToolScope,
+    name: Option<String>,
 ) -> Result<Json<MessagesReply>, ApiError> {
-    let jobs: Vec<LiveJob> = live
-        .jobs()
-        .into_iter()
-        .filter(|job| names.is_none_or(|name| job.name() == name))
-        .collect();
-    if let Some(name) = names
-        && jobs.is_empty()
-    {
-        return Err(ApiError::no_such_job(name));
-    }
-    if !jobs.is_empty() {
-        let plans = live.delete_plans(&jobs.iter().collect::<Vec<_>>()).await?;
-        let names: Vec<String> = jobs.iter().map(|job| job.name().to_owned()).collect();
-        let live = carry_out_plans(state, live, "serve: delete", plans).await?;
-        wait_for_pods(&live, &names).await;
-    }
+    let (names, live) = decide_and_write(state, scope, "serve: delete", move |live| {
+        let names: Vec<String> = live
+            .jobs()
+            .iter()
+            .map(|job| job.name().to_owned())
+            .filter(|job| name.as_ref().is_none_or(|name| name == job))
+            .collect();
+        match &name {
+            Some(name) if names.is_empty() => Err(ApiError::no_such_job(name)),
+            _ if names.is_empty() => Ok(Decision::Answer(names)),
+            _ => Ok(Decision::Write(Writes::Delete(names.clone()), names)),
+        }
+    })
+    .await?;
+    wait_for_pods(&live, &names).await;
     Ok(Json(MessagesReply {
         messages: Messages::default(),
     }))
@@ -383,54 +462,22 @@ pub async fn restart(
     scope: ToolScope,
     Path((_, name)): Path<(String, String)>,
 ) -> Result<Json<MessagesReply>, ApiError> {
-    let live = read(&state, &scope).await?;
-    let job = live
-        .job(&name)
-        .ok_or_else(|| ApiError::no_such_job(&name))?;
-    if matches!(job.workload, LiveObject::Job(_)) {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "Unable to restart a one-off job",
-        ));
-    }
     let now = jiff::Timestamp::now().to_string();
-    let plan = plan::imperative::restart(job.name(), &job.workload, &live.snapshot.live, &now);
-    carry_out(&state, live, "serve: restart", plan).await?;
+    decide_and_write(&state, &scope, "serve: restart", move |live| {
+        let job = live
+            .job(&name)
+            .ok_or_else(|| ApiError::no_such_job(&name))?;
+        if matches!(job.workload, LiveObject::Job(_)) {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "Unable to restart a one-off job",
+            ));
+        }
+        let plan = plan::imperative::restart(job.name(), &job.workload, &live.snapshot.live, &now);
+        Ok(Decision::Write(Writes::Plan(plan), ()))
+    })
+    .await?;
     Ok(Json(MessagesReply {
         messages: Messages::default(),
     }))
-}
-
-async fn carry_out(
-    state: &AppState,
-    live: LiveNamespace,
-    purpose: &'static str,
-    plan: Plan,
-) -> Result<LiveNamespace, ApiError> {
-    let plans = vec![live.in_default_set(plan)];
-    carry_out_plans(state, live, purpose, plans).await
-}
-
-/// Carries out `plans` as the command line does (on a blocking thread: [`super::off_handler`]); the namespace
-/// as it was read, for what comes after.
-async fn carry_out_plans(
-    state: &AppState,
-    live: LiveNamespace,
-    purpose: &'static str,
-    plans: Vec<InventoryPlan>,
-) -> Result<LiveNamespace, ApiError> {
-    let started = std::time::Instant::now();
-    let progress = state.progress.clone();
-    let lock_wait = state.lock_wait;
-    let (live, result) = super::off_handler(move || async move {
-        let result = live
-            .carry_out(purpose, plans, progress, Some(lock_wait))
-            .await;
-        (live, result)
-    })
-    .await?;
-    state
-        .metrics
-        .apply_finished(started.elapsed(), result.is_ok());
-    result.map(|_| live).map_err(ApiError::from)
 }

@@ -185,7 +185,7 @@ async fn track(State(state): State<AppState>, request: Request, next: Next) -> R
     let code = response.status().as_u16();
     state.metrics.request(&route, &method, code);
     tracing::info!(
-        target: "toolforge_jobs::serve::access",
+        target: crate::output::logging::ACCESS_LOG,
         %method,
         %route,
         code,

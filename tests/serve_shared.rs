@@ -1,0 +1,171 @@
+//! `serve` is stateless and shares a tool with the command line: two `serve` processes against one cluster
+//! answer alike and never both create a job, and a one-off a jobs file ran through `apply` is not run a second
+//! time through the API. Raw HTTP requests; no upstream CLI needed.
+
+#![allow(clippy::unwrap_used, reason = "a failing unwrap is a failing test")]
+
+mod support;
+#[path = "support/upstream_cli.rs"]
+mod upstream;
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use kube::api::{Api, ListParams};
+use support::{NAMESPACE, eventually};
+use toolforge_local_cluster::{ContainerOutcome, Script};
+use upstream::{Served, Server, TOKEN, raw_request};
+
+const JOBS: &str = "/jobs/v1/tool/mytool/jobs/";
+
+/// `migrate` succeeds at once; everything else runs until deleted.
+fn script() -> Script {
+    Script::new(ContainerOutcome::RunForever).label(
+        "app.kubernetes.io/name",
+        "migrate",
+        ContainerOutcome::Exit {
+            code: 0,
+            after: Duration::from_millis(20),
+        },
+    )
+}
+
+async fn request(server: &Server, method: &str, path: &str, body: &str) -> upstream::Reply {
+    let bearer = format!("Bearer {TOKEN}");
+    let mut headers = vec![("Authorization", bearer.as_str())];
+    if !body.is_empty() {
+        headers.push(("Content-Type", "application/json"));
+    }
+    raw_request(server.address(), method, path, &headers, body.as_bytes()).await
+}
+
+/// Another `serve` in front of the same cluster, with the same tokens and the tools' home `home`.
+async fn another_server(served: &Served, home: &std::path::Path) -> Server {
+    let args = vec![
+        "--token-file".into(),
+        served.files.path().join("tokens").into_os_string(),
+        "--home".into(),
+        home.into(),
+    ];
+    Server::start(&served.cluster.directory.path().join("kubeconfig"), args).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_answer_alike_and_never_both_create_a_job() {
+    let served = Served::with_tokens(script()).await;
+    let (a, b) = (
+        &served.server,
+        &another_server(&served, &served.tools_home()).await,
+    );
+    let web = r#"{"name":"web","imagename":"python3.11","cmd":"python3 -m http.server 8000","job_type":"continuous","port":"8000"}"#;
+
+    // The same PATCH through both at once: one creates, the other finds it (or waits for the lock, then finds it).
+    let (first, second) = tokio::join!(
+        request(a, "PATCH", JOBS, web),
+        request(b, "PATCH", JOBS, web)
+    );
+    let infos: Vec<String> = [&first, &second]
+        .iter()
+        .map(|reply| {
+            assert_eq!(reply.status, 200, "{}", reply.text());
+            reply.json()["messages"]["info"][0]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    let mut sorted = infos.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        [
+            "Job web created in storage and runtime",
+            "Job web is already up to date"
+        ],
+        "{infos:?}"
+    );
+    let deployments: Api<Deployment> = Api::namespaced(served.cluster.client.clone(), NAMESPACE);
+    assert_eq!(
+        deployments
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+
+    // What one created, the other lists and shows the same.
+    let listed_a = request(a, "GET", JOBS, "").await.json();
+    let listed_b = request(b, "GET", JOBS, "").await.json();
+    let names = |list: &serde_json::Value| -> Vec<String> {
+        list["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|job| job["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names(&listed_a), ["web"]);
+    assert_eq!(names(&listed_a), names(&listed_b));
+    let shown = request(b, "GET", &format!("{JOBS}web"), "").await.json();
+    assert_eq!(shown["job"]["port"], 8000);
+    assert_eq!(shown["job"]["job_type"], "continuous");
+
+    // Deleted through one, gone for the other.
+    let deleted = request(b, "DELETE", "/jobs/v1/tool/mytool/jobs/web", "").await;
+    assert_eq!(deleted.status, 200, "{}", deleted.text());
+    let gone = request(a, "GET", "/jobs/v1/tool/mytool/jobs/web", "").await;
+    assert_eq!(gone.status, 404);
+    assert_eq!(gone.json()["error"][0], "Job 'web' does not exist");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_off_a_jobs_file_ran_is_not_run_again_through_the_api() {
+    let served = Served::with_tokens(script()).await;
+    let cluster = &served.cluster;
+    // On the local cluster the tool's home is the jobs file's directory for `apply`: the same for the server.
+    let api = another_server(&served, cluster.directory.path()).await;
+    cluster.write_jobs("- name: migrate\n  command: ./migrate.sh\n  image: bookworm\n");
+    let applied = cluster.run(&["apply", "--yes", "--wait"]).await;
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+    let jobs: Api<Job> = Api::namespaced(cluster.client.clone(), NAMESPACE);
+    let uid = jobs.get("migrate").await.unwrap().metadata.uid;
+
+    // `toolforge jobs load jobs.yaml` through the server POSTs the one-off: it ran, so nothing runs.
+    let body =
+        r#"{"name":"migrate","imagename":"bookworm","cmd":"./migrate.sh","job_type":"one-off"}"#;
+    let posted = request(&api, "POST", JOBS, body).await;
+    assert_eq!(posted.status, 201, "{}", posted.text());
+    let info = posted.json()["messages"]["info"][0]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(info.contains("ran already with this definition"), "{info}");
+    assert_eq!(jobs.get("migrate").await.unwrap().metadata.uid, uid);
+
+    // Another definition of the file's one-off is the file's business: refused, nothing written.
+    let changed = r#"{"name":"migrate","imagename":"bookworm","cmd":"./migrate.sh --again","job_type":"one-off"}"#;
+    let refused = request(&api, "POST", JOBS, changed).await;
+    assert_eq!(refused.status, 409, "{}", refused.text());
+    assert!(
+        refused.json()["error"][0]
+            .as_str()
+            .unwrap()
+            .contains("is defined in a jobs file"),
+        "{}",
+        refused.text()
+    );
+    assert_eq!(jobs.get("migrate").await.unwrap().metadata.uid, uid);
+
+    // And `apply` after the server's visits still has nothing to do.
+    let again = cluster.run(&["diff"]).await;
+    assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
+    eventually(
+        Duration::from_secs(5),
+        "the Job stays the one apply made",
+        || async { jobs.get("migrate").await.unwrap().metadata.uid == uid },
+    )
+    .await;
+}

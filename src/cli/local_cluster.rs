@@ -12,10 +12,10 @@ use toolforge_local_cluster::auth::pki::Pki;
 use toolforge_local_cluster::kubeconfig::UserCredentials;
 use toolforge_local_cluster::{
     ClusterError, Controllers, Kubelet, LocalCluster, ProcessOptions, ServeOptions,
-    credentials_directory, private_files, serve,
+    credentials_directory, serve,
 };
 
-use crate::cli::Error;
+use crate::cli::{Error, private_directory, write_private};
 use crate::cluster::embedded;
 use crate::model::tool::ToolName;
 use crate::output::{ExitStatus, Printer};
@@ -148,16 +148,7 @@ async fn tool_kubeconfig(
     let credentials = pki
         .issue_client(tool.as_str(), &[TOOL_GROUP])
         .map_err(ClusterError::Credentials)?;
-    let write = |path: &Path, contents: &str| {
-        private_files::write(path, contents).map_err(|source| Error::WriteFile {
-            path: path.to_owned(),
-            source,
-        })
-    };
-    private_files::create_directory(&directory).map_err(|source| Error::WriteFile {
-        path: directory.clone(),
-        source,
-    })?;
+    private_directory(&directory)?;
     let directory = directory
         .canonicalize()
         .map_err(|source| Error::WriteFile {
@@ -169,10 +160,10 @@ async fn tool_kubeconfig(
         directory.join("client.key"),
         directory.join("kubeconfig"),
     );
-    write(&certificate, &credentials.certificate_pem)?;
-    write(&key, &credentials.key_pem)?;
+    write_private(&certificate, &credentials.certificate_pem)?;
+    write_private(&key, &credentials.key_pem)?;
     let user = format!("tf-{tool}");
-    write(
+    write_private(
         &kubeconfig,
         &toolforge_local_cluster::kubeconfig::render(
             &running.server,

@@ -31,7 +31,7 @@ mod wait_file;
 mod watch;
 pub(crate) mod yaml_entry;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use kube::config::Kubeconfig;
@@ -445,6 +445,26 @@ fn tool_name(global: &GlobalArgs) -> Result<ToolName, Error> {
     } else {
         Err(Error::NoTool)
     }
+}
+
+/// Creates `directory` private to the user (0700), as a directory of credentials must be.
+fn private_directory(directory: &Path) -> Result<(), Error> {
+    toolforge_local_cluster::private_files::create_directory(directory).map_err(|source| {
+        Error::WriteFile {
+            path: directory.to_owned(),
+            source,
+        }
+    })
+}
+
+/// Writes `contents` to `path`, readable by the user only (0600), as credentials must be.
+fn write_private(path: &Path, contents: &str) -> Result<(), Error> {
+    toolforge_local_cluster::private_files::write(path, contents).map_err(|source| {
+        Error::WriteFile {
+            path: path.to_owned(),
+            source,
+        }
+    })
 }
 
 /// The longest tool name made from `$USER`.

@@ -7,15 +7,14 @@
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use toolforge_local_cluster::private_files;
 
 use crate::cli::apply::parse_duration;
-use crate::cli::{Error, GlobalArgs, connection, tool_name};
+use crate::cli::{Error, GlobalArgs, connection, private_directory, tool_name, write_private};
 use crate::model::ToolName;
 use crate::output::progress::LogProgress;
 use crate::output::{ExitStatus, Printer};
@@ -237,18 +236,9 @@ fn local_client(
          server: {url}\ncontexts:\n- name: {tool}\n  context:\n    cluster: local\n    user: {tool}\n    \
          namespace: {namespace}\nusers:\n- name: {tool}\n  user:\n    token: {token}\n"
     );
-    let write = |path: &Path, text: &str| {
-        private_files::write(path, text).map_err(|source| Error::WriteFile {
-            path: path.to_owned(),
-            source,
-        })
-    };
-    private_files::create_directory(&directory).map_err(|source| Error::WriteFile {
-        path: directory.clone(),
-        source,
-    })?;
-    write(&kubeconfig, &kubeconfig_text)?;
-    write(&toolforge_yaml, &format!("api_gateway:\n  url: {url}\n"))?;
+    private_directory(&directory)?;
+    write_private(&kubeconfig, &kubeconfig_text)?;
+    write_private(&toolforge_yaml, &format!("api_gateway:\n  url: {url}\n"))?;
     printer.message(&format!(
         "the upstream CLI (`pip install toolforge-jobs-cli`) can use this server as tool `{tool}`:\n  \
          export KUBECONFIG={} TOOL_TOOLFORGE_API_URL={url}\n  (or copy {} to ~/.toolforge.yaml)\n",

@@ -169,3 +169,67 @@ async fn a_one_off_a_jobs_file_ran_is_not_run_again_through_the_api() {
     )
     .await;
 }
+
+/// `serve --trust-header` only where a proxy on this machine is the only caller: a public address is refused
+/// at start; on a unix socket the header names the tool, and without it the answer is upstream's 403. SIGTERM
+/// stops it with exit 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_trusted_header_is_only_served_on_loopback_or_a_unix_socket() {
+    let served = Served::with_tokens(script()).await;
+    let kubeconfig = served.cluster.directory.path().join("kubeconfig");
+    let serve = |listen: String| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_toolforge-jobs"));
+        command
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["--no-color", "serve", "--trust-header", "--listen", &listen])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        command
+    };
+    let refused = tokio::task::block_in_place(|| serve("0.0.0.0:0".to_owned()).output().unwrap());
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("listen on a loopback address or a unix socket"),
+        "{stderr}"
+    );
+
+    let socket = served.files.path().join("serve.sock");
+    let mut child = serve(format!("unix:{}", socket.display())).spawn().unwrap();
+    eventually(Duration::from_secs(10), "the socket is there", || async {
+        socket.exists()
+    })
+    .await;
+    let ask = |headers: &'static str| {
+        let socket = socket.clone();
+        async move {
+            use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+            let mut stream = tokio::net::UnixStream::connect(&socket).await.unwrap();
+            let request = format!(
+                "GET /v1/tool/mytool/jobs/ HTTP/1.1\r\nHost: local\r\nConnection: close\r\n{headers}\r\n"
+            );
+            stream.write_all(request.as_bytes()).await.unwrap();
+            let mut reply = String::new();
+            stream.read_to_string(&mut reply).await.unwrap();
+            reply
+        }
+    };
+    let listed = ask("X-Toolforge-Tool: mytool\r\n").await;
+    assert!(listed.starts_with("HTTP/1.1 200"), "{listed}");
+    assert!(listed.contains(r#"{"jobs":[]"#), "{listed}");
+    let anonymous = ask("").await;
+    assert!(anonymous.starts_with("HTTP/1.1 403"), "{anonymous}");
+    assert!(
+        anonymous.contains(r#""error":["missing 'x-toolforge-tool' header"]"#),
+        "{anonymous}"
+    );
+    let other = ask("X-Toolforge-Tool: other\r\n").await;
+    assert!(other.starts_with("HTTP/1.1 403"), "{other}");
+
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let status = tokio::task::block_in_place(|| child.wait().unwrap());
+    assert_eq!(status.code(), Some(0));
+}

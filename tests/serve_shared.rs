@@ -19,16 +19,18 @@ use upstream::{Served, Server, TOKEN, raw_request};
 
 const JOBS: &str = "/jobs/v1/tool/mytool/jobs/";
 
-/// `migrate` succeeds at once; everything else runs until deleted.
+/// `migrate` succeeds at once; everything else runs until deleted; every container prints two lines.
 fn script() -> Script {
-    Script::new(ContainerOutcome::RunForever).label(
-        "app.kubernetes.io/name",
-        "migrate",
-        ContainerOutcome::Exit {
-            code: 0,
-            after: Duration::from_millis(20),
-        },
-    )
+    Script::new(ContainerOutcome::RunForever)
+        .label(
+            "app.kubernetes.io/name",
+            "migrate",
+            ContainerOutcome::Exit {
+                code: 0,
+                after: Duration::from_millis(20),
+            },
+        )
+        .output("", "first line\nsecond line\n")
 }
 
 async fn request(server: &Server, method: &str, path: &str, body: &str) -> upstream::Reply {
@@ -232,4 +234,49 @@ async fn the_trusted_header_is_only_served_on_loopback_or_a_unix_socket() {
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
     let status = tokio::task::block_in_place(|| child.wait().unwrap());
     assert_eq!(status.code(), Some(0));
+}
+
+/// The jobs API's own logs route: the pods' lines as JSON lines, `lines=1` the last one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_jobs_api_logs_route_gives_json_lines() {
+    let served = Served::with_tokens(script()).await;
+    let talker = r#"{"name":"talker","imagename":"python3.11","cmd":"./talk.sh","job_type":"continuous","filelog":false}"#;
+    let created = request(&served.server, "PATCH", JOBS, talker).await;
+    assert_eq!(created.status, 200, "{}", created.text());
+    let path = "/jobs/v1/tool/mytool/jobs/talker/logs";
+    eventually(
+        Duration::from_secs(10),
+        "the pod printed both lines",
+        || async {
+            let reply = request(&served.server, "GET", path, "").await;
+            reply.status == 200 && reply.text().lines().count() == 2
+        },
+    )
+    .await;
+    let reply = request(&served.server, "GET", path, "").await;
+    assert_eq!(reply.header("content-type"), Some("application/x-ndjson"));
+    let messages: Vec<String> = reply
+        .text()
+        .lines()
+        .map(|line| {
+            let entry: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert!(
+                entry["pod"].as_str().unwrap().starts_with("talker-"),
+                "{entry}"
+            );
+            entry["message"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(messages, ["first line", "second line"]);
+    let last = request(&served.server, "GET", &format!("{path}?lines=1"), "").await;
+    assert_eq!(last.text().lines().count(), 1, "{}", last.text());
+    assert!(last.text().contains("second line"), "{}", last.text());
+    let missing = request(
+        &served.server,
+        "GET",
+        "/jobs/v1/tool/mytool/jobs/nope/logs",
+        "",
+    )
+    .await;
+    assert_eq!(missing.status, 404);
 }

@@ -182,11 +182,52 @@ pub async fn stream(
     Path((_, name)): Path<(String, String)>,
     Query(query): Query<LogQuery>,
 ) -> Result<Response, ApiError> {
-    let (live, job) = job_with_pod_logs(&state, &scope, &name).await?;
-    let (window, params) = window(&query, live.now, true)?;
+    ndjson(&state, &scope, &name, &query, true).await
+}
+
+/// The jobs API's own `GET /jobs/{name}/logs?follow=&lines=` (older clients; the CLI now uses the logs-api):
+/// the same JSON lines, to the end of what the pods printed, or on as they print with `follow=true`.
+#[derive(Debug, Default, Deserialize)]
+pub struct JobLogQuery {
+    follow: Option<String>,
+    lines: Option<usize>,
+}
+
+pub async fn job_logs(
+    State(state): State<AppState>,
+    scope: ToolScope,
+    Path((_, name)): Path<(String, String)>,
+    Query(query): Query<JobLogQuery>,
+) -> Result<Response, ApiError> {
+    let follow = query
+        .follow
+        .as_deref()
+        .is_some_and(|follow| follow.eq_ignore_ascii_case("true") || follow == "1");
+    let query = LogQuery {
+        lines: query.lines,
+        ..LogQuery::default()
+    };
+    ndjson(&state, &scope, &name, &query, follow).await
+}
+
+/// The job's entries as JSON lines; with `follow`, until every container stopped or the client leaves.
+async fn ndjson(
+    state: &AppState,
+    scope: &ToolScope,
+    name: &str,
+    query: &LogQuery,
+    follow: bool,
+) -> Result<Response, ApiError> {
+    let (live, job) = job_with_pod_logs(state, scope, name).await?;
+    let (window, mut params) = window(query, live.now, follow)?;
+    if !follow {
+        params.tail_lines = query
+            .lines
+            .map(|lines| i64::try_from(lines).unwrap_or(i64::MAX));
+    }
     let pods = pod_logs::pods(&live, &job);
     if pods.is_empty() {
-        return Err(no_logs(&name));
+        return Err(no_logs(name));
     }
     let streams = pod_logs::streams(&live, &pods, &params, window)
         .await

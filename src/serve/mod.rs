@@ -80,7 +80,7 @@ impl std::ops::Deref for AppState {
 
 /// The routes under `/tool/{tool}`, each also with a trailing slash (the CLI uses both; never a redirect).
 fn tool_routes() -> Router<AppState> {
-    let routes: [(&str, MethodRouter<AppState>); 8] = [
+    let routes: [(&str, MethodRouter<AppState>); 9] = [
         (
             "/jobs",
             get(jobs::list)
@@ -91,6 +91,7 @@ fn tool_routes() -> Router<AppState> {
         ),
         ("/jobs/{name}", get(jobs::show).delete(jobs::delete)),
         ("/jobs/{name}/restart", post(jobs::restart)),
+        ("/jobs/{name}/logs", get(logs::job_logs)),
         ("/images", get(info::images)),
         ("/quotas", get(info::quotas)),
         ("/declarative/validate", post(declarative::validate)),

@@ -121,6 +121,12 @@ const OPERATIONS: &[Operation] = &[
         "Restart a continuous job, or run a scheduled one now",
         schema::<MessagesReply>,
     ),
+    as_lines(operation(
+        "get",
+        "/jobs/v1/tool/{tool}/jobs/{name}/logs",
+        "The job's pod logs as JSON lines (`?follow=true` keeps them coming, `?lines=N` the last N of each pod)",
+        schema::<LogEntry>,
+    )),
     operation(
         "get",
         "/jobs/v1/tool/{tool}/images/",
@@ -262,7 +268,7 @@ mod tests {
     fn every_route_is_documented_with_resolvable_schemas() {
         let document = document_value();
         let paths = document["paths"].as_object().unwrap();
-        assert_eq!(paths.len(), 11);
+        assert_eq!(paths.len(), 12);
         assert!(paths[JOBS]["patch"]["requestBody"].is_object());
         let text = document.to_string();
         let schemas = document["components"]["schemas"].as_object().unwrap();

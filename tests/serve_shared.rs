@@ -204,6 +204,10 @@ async fn the_trusted_header_is_only_served_on_loopback_or_a_unix_socket() {
         socket.exists()
     })
     .await;
+    // Whoever can connect names any tool: only the server's user may.
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&socket).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
     let ask = |headers: &'static str| {
         let socket = socket.clone();
         async move {

@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::cli::live_jobs::{self, LiveJob};
-use crate::cli::yaml_entry::{entry, quoted};
 use crate::cli::{Error, GlobalArgs};
+use crate::config::entry::{entry, quoted};
 use crate::model::Kind;
 use crate::output::{ExitStatus, Printer};
 use crate::render::{CanonicalJob, RenderContext};

@@ -29,7 +29,6 @@ mod validate;
 mod wait;
 mod wait_file;
 mod watch;
-pub(crate) mod yaml_entry;
 
 use std::path::{Path, PathBuf};
 

@@ -137,11 +137,7 @@ pub(crate) async fn run(
             result.map_err(|error| Error::Serve(format!("the server stopped: {error}")))?;
         }
         Listen::Unix(path) => {
-            // A socket left by an earlier run would make bind fail.
-            let _ = std::fs::remove_file(&path);
-            let listener = tokio::net::UnixListener::bind(&path).map_err(|error| {
-                Error::Serve(format!("cannot listen on {}: {error}", path.display()))
-            })?;
+            let listener = unix_listener(&path)?;
             printer.data(&format!(
                 "serving the Toolforge jobs API on unix:{}\n",
                 path.display()
@@ -196,6 +192,45 @@ fn authentication(
                 .to_owned(),
         ));
     })
+}
+
+/// A unix socket only this user can connect to (in `--trust-header` mode a caller names any tool): bound in a
+/// fresh directory private to the user, made 0600 there and then moved into place, so that nobody else can
+/// connect even in between. A socket left by an earlier run is replaced; anything else at the path is refused.
+fn unix_listener(path: &std::path::Path) -> Result<tokio::net::UnixListener, Error> {
+    use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
+    let failed = |error: std::io::Error| {
+        Error::Serve(format!("cannot listen on {}: {error}", path.display()))
+    };
+    match std::fs::symlink_metadata(path) {
+        Ok(metadata) if metadata.file_type().is_socket() => {
+            std::fs::remove_file(path).map_err(failed)?;
+        }
+        Ok(_) => {
+            return Err(Error::Serve(format!(
+                "cannot listen on {}: something that is not a socket is there; remove it or choose another path",
+                path.display()
+            )));
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => return Err(failed(error)),
+    }
+    let parent = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let staging = parent.join(format!(".toolforge-jobs-serve.{}", std::process::id()));
+    private_directory(&staging)?;
+    let staged = staging.join("socket");
+    let bound = tokio::net::UnixListener::bind(&staged)
+        .and_then(|listener| {
+            std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o600))?;
+            std::fs::rename(&staged, path)?;
+            Ok(listener)
+        })
+        .map_err(failed);
+    let _ = std::fs::remove_dir_all(&staging);
+    bound
 }
 
 /// A token cancelled on SIGTERM or SIGINT.

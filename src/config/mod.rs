@@ -6,6 +6,7 @@
 //! unless the whole file is, so a bad entry can never lead to a partial apply.
 
 pub mod diagnostic;
+pub mod entry;
 mod fields;
 pub mod image;
 pub mod job;

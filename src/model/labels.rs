@@ -57,6 +57,15 @@ pub fn framework_selector() -> String {
     format!("{MANAGED_BY}={MANAGED_BY_VALUE}")
 }
 
+/// Labels as a label selector: `key=value,key=value`.
+pub fn selector_text(labels: &Labels) -> String {
+    labels
+        .iter()
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// `app.kubernetes.io/component` of each kind.
 pub fn component(kind: Kind) -> &'static str {
     match kind {

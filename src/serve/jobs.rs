@@ -433,11 +433,7 @@ async fn wait_for_pods(live: &LiveNamespace, jobs: &[String]) {
     let tool = live.context.tool.as_str();
     let deadline = tokio::time::Instant::now() + POD_WAIT;
     for job in jobs {
-        let selector = labels::deployment_selector(tool, job)
-            .iter()
-            .map(|(key, value)| format!("{key}={value}"))
-            .collect::<Vec<_>>()
-            .join(",");
+        let selector = labels::selector_text(&labels::deployment_selector(tool, job));
         let params = ListParams::default().labels(&selector);
         loop {
             match pods.list(&params).await {

@@ -7,8 +7,8 @@ use axum::http::StatusCode;
 
 use super::error::ApiError;
 use super::wire::{HealthCheck, NewJob, Port};
-use crate::cli::yaml_entry::{entry, quoted};
 use crate::config::diagnostic::{Problem, Severity};
+use crate::config::entry::{entry, quoted};
 use crate::config::image::ImageTable;
 use crate::config::{self, Context, Job};
 use crate::model::Kind;

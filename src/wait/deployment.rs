@@ -134,11 +134,7 @@ fn match_labels(deployment: &Deployment) -> String {
         .spec
         .as_ref()
         .and_then(|spec| spec.selector.match_labels.as_ref())
-        .into_iter()
-        .flatten()
-        .map(|(key, value)| format!("{key}={value}"))
-        .collect::<Vec<_>>()
-        .join(",")
+        .map_or_else(String::new, crate::model::labels::selector_text)
 }
 
 /// Where the rollout stands, or the verdict; [`Step::Settle`] once it looks rolled out (the driver waits `settle`).

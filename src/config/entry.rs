@@ -1,16 +1,16 @@
-//! Writing jobs.yaml entries (`run` checks its flags as one, `dump` prints them): one `key: value` line per key,
+//! Writing jobs.yaml entries (`run` and the jobs API's requests are checked as one, `dump` prints them): one `key: value` line per key,
 //! strings quoted as JSON strings — valid YAML, and no value can change the document's structure — numbers and
 //! booleans plain.
 
 use std::fmt::Write as _;
 
 /// A string value, quoted.
-pub(crate) fn quoted(value: &str) -> String {
+pub fn quoted(value: &str) -> String {
     serde_json::Value::from(value).to_string()
 }
 
 /// One list item of a jobs file: `- first: …` then the other keys indented.
-pub(crate) fn entry(pairs: &[(&str, String)]) -> String {
+pub fn entry(pairs: &[(&str, String)]) -> String {
     let mut text = String::new();
     for (index, (key, value)) in pairs.iter().enumerate() {
         let lead = if index == 0 { "- " } else { "  " };

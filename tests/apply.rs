@@ -80,7 +80,7 @@ async fn diff_plans_creates_apply_creates_and_then_nothing_changes() {
     first.expect_code(0);
     assert_eq!(
         cluster.requests(),
-        9,
+        11,
         "{:?}",
         cluster.local.request_counts()
     );

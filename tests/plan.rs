@@ -140,6 +140,7 @@ fn live_objects(rendered: &Rendered, transform: Transform) -> Vec<Value> {
             .iter()
             .map(|service| serde_json::to_value(service).unwrap()),
     );
+    objects.extend(rendered.record.clone());
     for object in &mut objects {
         let uid = format!(
             "uid-{}-{}",
@@ -203,7 +204,10 @@ fn build(state: &State) -> (LiveState, Inventory) {
         let run = run(find(name), *outcome);
         inventory.jobs.get_mut(*name).unwrap().runs.push(run);
     }
-    (LiveState::from_json(objects).unwrap(), inventory)
+    (
+        LiveState::from_json(objects).unwrap().serving_records(),
+        inventory,
+    )
 }
 
 fn plan_of(state: &State, file: &str, options: &PlanOptions) -> Plan {
@@ -1094,6 +1098,12 @@ fn updates_write_in_place_with_the_live_uid() {
                 plan::WriteVerb::Update,
                 Some("uid-web-service")
             ),
+            // The port is in the stored record too.
+            (
+                ObjectKind::ContinuousJob,
+                plan::WriteVerb::Update,
+                Some("uid-web-continuousjob")
+            ),
         ]
     );
     assert!(action.deletes.is_empty());
@@ -1667,7 +1677,8 @@ fn run_creates_the_rendered_objects_without_inventory_labels() {
     let desired =
         jobs("- {name: web, command: ./web, image: python3.11, continuous: true, port: 8000}\n");
     let (job, rendered) = &desired[0];
-    let plan = plan::imperative::create(&job.name, rendered);
+    let plan =
+        plan::imperative::create(&job.name, rendered, &LiveState::default().serving_records());
     let action = plan.action("web").unwrap();
     assert_eq!(action.action, Action::Create);
     let kinds: Vec<ObjectKind> = action
@@ -1675,7 +1686,14 @@ fn run_creates_the_rendered_objects_without_inventory_labels() {
         .iter()
         .map(|write| write.object.kind)
         .collect();
-    assert_eq!(kinds, [ObjectKind::Deployment, ObjectKind::Service]);
+    assert_eq!(
+        kinds,
+        [
+            ObjectKind::Deployment,
+            ObjectKind::Service,
+            ObjectKind::ContinuousJob
+        ]
+    );
     for write in &action.writes {
         let labels = write.manifest["metadata"]["labels"].as_object().unwrap();
         assert!(

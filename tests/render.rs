@@ -234,3 +234,99 @@ fn only_top_level_objects_are_inventory_members() {
             .unwrap()
     ));
 }
+
+/// Renders the jobs of `text` (a jobs file) in the test context.
+fn rendered_from(text: &str) -> Vec<render::Rendered> {
+    let images = ImageTable::bundled();
+    let config_context = config::Context {
+        tool: TOOL,
+        images: &images,
+        count_trigger_files: None,
+    };
+    let file = config::load(
+        SourceFile::new("jobs.yaml".to_owned(), text.to_owned()),
+        &config_context,
+    )
+    .unwrap();
+    let context = context();
+    file.jobs
+        .iter()
+        .map(|located| render::objects(&located.job, &context).unwrap())
+        .collect()
+}
+
+/// The expected specs are written from upstream's model (reference/toolforge.md §3.8: the job model with only the
+/// fields the user set, `job_name`, `tool_name`, `image.short_name`; key names as in jobs-api.md §2.2), never
+/// from our own output.
+#[test]
+fn stored_records_are_upstreams_sparse_job_model() {
+    let rendered = rendered_from(
+        "\
+- {name: once, command: ./migrate.sh, image: python3.11}
+- {name: nightly, command: ./cron.sh, image: python3.11, schedule: '@daily', mem: 1Gi, retry: 2}
+- {name: every, command: ./sync.sh, image: tool-mytool/tool-mytool:latest, schedule: '*/5 * * * *', timeout: 300,
+   cpu: 500m, emails: onfailure, filelog: true, mount: all, filelog-stdout: logs/sync.out}
+- {name: bot, command: ./bot.py, image: python3.9, continuous: true}
+- {name: web, command: python3 -m http.server 8000, image: python3.11, continuous: true, replicas: 2,
+   port: 8000, health-check-http: /healthz, no-filelog: true}
+- {name: dns, command: ./dns.py, image: python3.11, continuous: true, port: 5353/udp,
+   health-check-script: ./alive.sh, mem: 2Gi}
+",
+    );
+    let record = |index: usize| rendered[index].record.clone();
+    assert_eq!(record(0), None, "one-offs are not stored");
+    let expected = [
+        (
+            1,
+            "ScheduledJob",
+            serde_json::json!({"job_name": "nightly", "tool_name": "mytool", "job_type": "scheduled",
+                "cmd": "./cron.sh", "image": {"short_name": "python3.11"}, "memory": "1Gi",
+                "schedule": "@daily", "retry": 2}),
+        ),
+        (
+            2,
+            "ScheduledJob",
+            serde_json::json!({"job_name": "every", "tool_name": "mytool", "job_type": "scheduled",
+                "cmd": "./sync.sh", "image": {"short_name": "tool-mytool/tool-mytool:latest"},
+                "filelog": true, "filelog_stdout": "logs/sync.out", "emails": "onfailure", "mount": "all",
+                "cpu": "500m", "schedule": "*/5 * * * *", "timeout": 300}),
+        ),
+        (
+            3,
+            "ContinuousJob",
+            serde_json::json!({"job_name": "bot", "tool_name": "mytool", "job_type": "continuous",
+                "cmd": "./bot.py", "image": {"short_name": "python3.9"}, "continuous": true}),
+        ),
+        (
+            4,
+            "ContinuousJob",
+            serde_json::json!({"job_name": "web", "tool_name": "mytool", "job_type": "continuous",
+                "cmd": "python3 -m http.server 8000", "image": {"short_name": "python3.11"},
+                "filelog": false, "continuous": true, "replicas": 2, "port": 8000,
+                "health_check": {"type": "http", "path": "/healthz"}}),
+        ),
+        (
+            5,
+            "ContinuousJob",
+            serde_json::json!({"job_name": "dns", "tool_name": "mytool", "job_type": "continuous",
+                "cmd": "./dns.py", "image": {"short_name": "python3.11"}, "memory": "2Gi",
+                "continuous": true, "port": 5353, "port_protocol": "udp",
+                "health_check": {"type": "script", "script": "./alive.sh"}}),
+        ),
+    ];
+    for (index, kind, spec) in expected {
+        let record = record(index).unwrap();
+        let name = spec["job_name"].clone();
+        assert_eq!(record["apiVersion"], "jobs-api.toolforge.org/v1", "{name}");
+        assert_eq!(record["kind"], kind, "{name}");
+        assert_eq!(record["metadata"]["name"], name);
+        assert_eq!(record["metadata"]["namespace"], "tool-mytool");
+        assert_eq!(record["spec"], spec, "{name}");
+        // The workload's labels, so that ownership reads the same from either.
+        let workload = serde_json::to_value(&rendered[index].workload).unwrap();
+        assert_eq!(
+            record["metadata"]["labels"], workload["metadata"]["labels"],
+            "{name}"
+        );
+    }
+}

@@ -81,7 +81,7 @@ pub(super) async fn carry_out(
                     .zip(written.metadata.generation);
             }
             ObjectKind::CronJob => cron_job = Some(written.clone()),
-            ObjectKind::Service => {}
+            ObjectKind::Service | ObjectKind::ContinuousJob | ObjectKind::ScheduledJob => {}
         }
         executor.progress.event(Event::new(
             &action.job,

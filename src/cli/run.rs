@@ -203,7 +203,7 @@ pub(crate) async fn run(
         });
     }
     let rendered = render::objects(job, &live.context)?;
-    let plan = plan::imperative::create(&job.name, &rendered);
+    let plan = plan::imperative::create(&job.name, &rendered, &live.snapshot.live);
     let applied = live_jobs::carry_out(&live, "run", vec![live.in_default_set(plan)]).await?;
     let awaited = awaited(&job.name, &rendered, applied.first(), &live.namespace);
     printer.message(&format!("Created job '{}'.\n", job.name))?;

@@ -20,6 +20,7 @@ pub mod snapshot;
 use kube::api::{ApiResource, GroupVersionKind};
 
 use crate::plan::ObjectKind;
+use crate::render::record::{self, RecordKind};
 
 /// Our name in `managedFields`, on every write.
 pub const FIELD_MANAGER: &str = "toolforge-jobs";
@@ -50,6 +51,16 @@ pub(crate) fn api_resource(kind: ObjectKind) -> ApiResource {
         ObjectKind::CronJob => ("batch", "v1", "CronJob", "cronjobs"),
         ObjectKind::Deployment => ("apps", "v1", "Deployment", "deployments"),
         ObjectKind::Service => ("", "v1", "Service", "services"),
+        ObjectKind::ContinuousJob => return record_resource(RecordKind::Continuous),
+        ObjectKind::ScheduledJob => return record_resource(RecordKind::Scheduled),
     };
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
+}
+
+/// The API coordinates of upstream's stored records of `kind`.
+pub(crate) fn record_resource(kind: RecordKind) -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(record::GROUP, record::VERSION, kind.kind()),
+        kind.plural(),
+    )
 }

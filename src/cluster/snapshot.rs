@@ -1,7 +1,7 @@
 //! Reading the live state: every request `diff` and `apply` make before deciding anything, issued at once.
 //!
 //! The cost does not depend on the number of jobs: one LIST each of Jobs, CronJobs, Deployments, Services,
-//! `LimitRange`s and `ResourceQuota`s in the tool's namespace, one GET of the inventory (and of its parts, when it has them), one GET of Toolforge's
+//! upstream's two kinds of stored record, `LimitRange`s and `ResourceQuota`s in the tool's namespace, one GET of the inventory (and of its parts, when it has them), one GET of Toolforge's
 //! image table and one GET of the local cluster's identity. All of them run concurrently, so reading costs one
 //! round trip. The workload LISTs are not filtered by label: an object of a job's name that is not ours must be
 //! seen to be reported as a conflict instead of failing the create.
@@ -11,14 +11,15 @@ use std::path::PathBuf;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
 use k8s_openapi::api::core::v1::{ConfigMap, LimitRange, ResourceQuota, Service};
-use kube::api::{Api, ListParams};
+use kube::api::{Api, DynamicObject, ListParams};
 use serde::de::DeserializeOwned;
 
-use crate::cluster::inventory;
+use crate::cluster::{inventory, record_resource};
 use crate::cluster::{is_forbidden, is_not_found, retry};
 use crate::model::inventory::{Inventory, InventoryError};
-use crate::plan::LiveState;
+use crate::plan::{LiveRecord, LiveState};
 use crate::render::context::{IMAGE_CONFIG_NAME, IMAGE_CONFIG_NAMESPACE};
+use crate::render::record::{self, RecordKind};
 
 /// Everything read from the cluster for one plan.
 #[derive(Debug, Clone, Default)]
@@ -111,6 +112,7 @@ pub async fn read(
         inventory,
         image_config,
         identity,
+        records,
     ) = tokio::try_join!(
         list::<KubeJob>(client, namespace, "Jobs", false),
         list::<CronJob>(client, namespace, "CronJobs", false),
@@ -131,6 +133,7 @@ pub async fn read(
             toolforge_local_cluster::IDENTITY_NAME,
             Unreadable::Missing,
         ),
+        records(client, namespace),
     )?;
     let inventory = inventory::load(&config_maps, namespace, set_name, inventory).await?;
     Ok(Snapshot {
@@ -139,6 +142,7 @@ pub async fn read(
             cron_jobs,
             deployments,
             services,
+            records,
         },
         inventory,
         image_config,
@@ -177,6 +181,57 @@ where
             source,
         }),
     }
+}
+
+/// Upstream's stored records of both kinds, `None` when the cluster does not serve them (404) or the tool may not
+/// list them (403): the plan then writes none.
+pub(crate) async fn records(
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<Option<Vec<LiveRecord>>, ReadError> {
+    let list = |kind: RecordKind| async move {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), namespace, &record_resource(kind));
+        let params = ListParams::default();
+        match retry::transient("list", || api.list(&params)).await {
+            Ok(list) => Ok(Some(list.items)),
+            Err(error) if is_not_found(&error) || is_forbidden(&error) => {
+                tracing::debug!(%error, kind = kind.kind(), "no stored records; going on without");
+                Ok(None)
+            }
+            Err(source) => Err(ReadError::List {
+                what: kind.plural(),
+                namespace: namespace.to_owned(),
+                source,
+            }),
+        }
+    };
+    let (continuous, scheduled) =
+        tokio::try_join!(list(RecordKind::Continuous), list(RecordKind::Scheduled))?;
+    let (Some(continuous), Some(scheduled)) = (continuous, scheduled) else {
+        return Ok(None);
+    };
+    let mut records = Vec::with_capacity(continuous.len() + scheduled.len());
+    for (kind, object) in continuous
+        .into_iter()
+        .map(|object| (RecordKind::Continuous, object))
+        .chain(
+            scheduled
+                .into_iter()
+                .map(|object| (RecordKind::Scheduled, object)),
+        )
+    {
+        // A listed DynamicObject always serialises back; its kind is the one its list was of.
+        let mut value = serde_json::to_value(&object).unwrap_or_default();
+        value["apiVersion"] = record::api_version().into();
+        value["kind"] = kind.kind().into();
+        records.push(LiveRecord {
+            kind,
+            metadata: object.metadata,
+            object: value,
+        });
+    }
+    Ok(Some(records))
 }
 
 /// What a 403 on a ConfigMap means.

@@ -99,6 +99,16 @@ impl Emails {
             _ => None,
         }
     }
+
+    /// The value as upstream writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::All => "all",
+            Self::Onfinish => "onfinish",
+            Self::Onfailure => "onfailure",
+        }
+    }
 }
 
 /// Whether the tool's NFS storage is mounted into the pod.
@@ -106,6 +116,16 @@ impl Emails {
 pub enum Mount {
     All,
     None,
+}
+
+impl Mount {
+    /// The value as upstream writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::All => "all",
+            Self::None => "none",
+        }
+    }
 }
 
 /// When a one-off job runs again (our extension).
@@ -136,6 +156,16 @@ pub struct Port {
 pub enum Protocol {
     Tcp,
     Udp,
+}
+
+impl Protocol {
+    /// The value as upstream writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Tcp => "tcp",
+            Self::Udp => "udp",
+        }
+    }
 }
 
 /// How Kubernetes checks that a continuous job is healthy.

@@ -23,6 +23,9 @@ pub fn render(plan: &Plan, live: &LiveState, color: bool) -> String {
         diffs(&mut out, action, live, paint);
     }
     quota(&mut out, plan, paint);
+    for note in &plan.notes {
+        let _ = writeln!(out, "\n{} {note}", paint.bold("note:"));
+    }
     for refusal in &plan.refusals {
         let flag = refusal
             .override_flag

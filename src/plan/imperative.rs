@@ -12,10 +12,11 @@ use serde_json::{Value, json};
 
 use super::decide::{kind_of_object, workload_kind};
 use super::{
-    Action, Delete, LiveState, ObjectKind, ObjectRef, Plan, PlannedAction, Propagation,
-    RecordUpdate, Write, WriteVerb,
+    Action, Delete, LiveRecord, LiveState, ObjectKind, ObjectRef, Plan, PlannedAction, Propagation,
+    RecordUpdate, Write, WriteVerb, record_object,
 };
 use crate::model::{Kind, labels};
+use crate::render::record::{self, RecordKind};
 use crate::render::{LiveObject, ReadBack, Rendered};
 
 /// The annotation a rolling restart sets on the pod template (what `kubectl rollout restart` sets).
@@ -30,8 +31,9 @@ const CONTROLLER_LABELS: [&str; 4] = [
 ];
 
 /// `run`: creates the rendered job without inventory labels. It belongs to no file, so `apply` lists it as
-/// `ignored` and never prunes it; the executor records nothing for it.
-pub fn create(job: &str, rendered: &Rendered) -> Plan {
+/// `ignored` and never prunes it; the executor records nothing for it. Its stored record is written too (over a
+/// record left behind without its workload).
+pub fn create(job: &str, rendered: &Rendered, live: &LiveState) -> Plan {
     let kind = rendered.canonical.kind;
     let mut action = PlannedAction::new(job, kind, Action::Create, "`run`");
     let workload = (workload_kind(kind), workload_manifest(rendered));
@@ -46,6 +48,7 @@ pub fn create(job: &str, rendered: &Rendered) -> Plan {
             manifest,
         });
     }
+    stored_record(&mut action, rendered, live);
     Plan::new(vec![action], Vec::new())
 }
 
@@ -102,7 +105,58 @@ pub fn update(
         ))),
         (None, None) => {}
     }
+    stored_record(&mut action, rendered, live);
     Plan::new(vec![action], Vec::new())
+}
+
+/// The job's stored record written to match `rendered` (created, or written over when it differs), and a record
+/// of the other kind deleted; only records of the jobs framework, and only when the cluster serves them.
+fn stored_record(action: &mut PlannedAction, rendered: &Rendered, live: &LiveState) {
+    if live.records.is_none() {
+        return;
+    }
+    let wanted = rendered.record.as_ref();
+    for kind in RecordKind::ALL {
+        let object = record_object(kind);
+        let existing = framework_record(&action.job, kind, live);
+        let wanted = wanted.filter(|record| record["kind"] == kind.kind());
+        match (wanted, existing) {
+            (Some(record), Some(existing)) if !record::is_current(&existing.object, record) => {
+                action.writes.push(Write {
+                    object: reference(object, &action.job, existing.metadata.uid.clone()),
+                    verb: WriteVerb::Update,
+                    manifest: unlabelled(record.clone()),
+                });
+            }
+            (Some(record), None) if live.record(kind, &action.job).is_none() => {
+                action.writes.push(Write {
+                    object: reference(object, &action.job, None),
+                    verb: WriteVerb::Create,
+                    manifest: unlabelled(record.clone()),
+                });
+            }
+            (None, Some(existing)) => action.deletes.push(background(reference(
+                object,
+                &action.job,
+                existing.metadata.uid.clone(),
+            ))),
+            _ => {}
+        }
+    }
+}
+
+/// The stored record `job` of `kind`, when it is the jobs framework's (labelled so, or not labelled at all, as
+/// upstream's storage may write it).
+fn framework_record<'a>(
+    job: &str,
+    kind: RecordKind,
+    live: &'a LiveState,
+) -> Option<&'a LiveRecord> {
+    live.record(kind, job).filter(|record| {
+        let labels = record.metadata.labels.as_ref();
+        labels::is_framework(labels)
+            || !labels.is_some_and(|labels| labels.contains_key(labels::MANAGED_BY))
+    })
 }
 
 /// A rendered workload without inventory labels: a job outside any file.
@@ -132,7 +186,8 @@ fn framework_service<'a>(job: &str, live: &'a LiveState) -> Option<&'a Service> 
     })
 }
 
-/// `delete`/`flush`: deletes each job's workload and its Service (when it carries the managed-by label), by UID
+/// `delete`/`flush`: deletes each job's workload, its Service (when it carries the managed-by label) and its stored
+/// record, by UID
 /// with Background propagation, and drops the job's record from the inventory without a tombstone.
 pub fn delete<'a>(
     jobs: impl IntoIterator<Item = (&'a str, &'a LiveObject)>,
@@ -148,6 +203,12 @@ pub fn delete<'a>(
             if let Some(service) = framework_service(job, live) {
                 let object = reference(ObjectKind::Service, job, service.metadata.uid.clone());
                 action.deletes.push(background(object));
+            }
+            for kind in RecordKind::ALL {
+                if let Some(record) = framework_record(job, kind, live) {
+                    let object = reference(record_object(kind), job, record.metadata.uid.clone());
+                    action.deletes.push(background(object));
+                }
             }
             action.records = Some(RecordUpdate::Forget);
             action

@@ -10,6 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use crate::model::inventory::RunOutcome;
 use crate::model::labels;
 use crate::plan::{ObjectKind, ObjectRef};
+use crate::render::record::RecordKind;
 use crate::render::{LiveRef, Membership};
 
 /// The live objects of the tool's namespace, as listed (one LIST per kind). Objects without the jobs framework's
@@ -20,10 +21,42 @@ pub struct LiveState {
     pub cron_jobs: Vec<CronJob>,
     pub deployments: Vec<Deployment>,
     pub services: Vec<Service>,
+    /// Upstream's stored records (`ContinuousJob`s and `ScheduledJob`s); `None` when the cluster does not serve
+    /// them or the tool may not list them, and then none is written.
+    pub records: Option<Vec<LiveRecord>>,
+}
+
+/// A stored record as listed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveRecord {
+    pub kind: RecordKind,
+    pub metadata: ObjectMeta,
+    /// The whole object, as listed.
+    pub object: serde_json::Value,
+}
+
+impl LiveRecord {
+    /// A listed custom resource, when it is one of upstream's records.
+    pub fn from_json(object: serde_json::Value) -> Result<Option<Self>, serde_json::Error> {
+        let Some(kind) = object
+            .get("kind")
+            .and_then(serde_json::Value::as_str)
+            .and_then(RecordKind::from_kind)
+        else {
+            return Ok(None);
+        };
+        let metadata = serde_json::from_value(object["metadata"].clone())?;
+        Ok(Some(Self {
+            kind,
+            metadata,
+            object,
+        }))
+    }
 }
 
 impl LiveState {
-    /// Sorts listed JSON objects (Jobs, CronJobs, Deployments, Services, in any order) into a live state.
+    /// Sorts listed JSON objects (Jobs, CronJobs, Deployments, Services and stored records, in any order) into a
+    /// live state. Records are taken as served when one is among the objects (else see [`Self::serving_records`]).
     pub fn from_json(objects: Vec<serde_json::Value>) -> Result<Self, serde_json::Error> {
         let mut state = Self::default();
         for value in objects {
@@ -32,10 +65,29 @@ impl LiveState {
                 Some("CronJob") => state.cron_jobs.push(serde_json::from_value(value)?),
                 Some("Deployment") => state.deployments.push(serde_json::from_value(value)?),
                 Some("Service") => state.services.push(serde_json::from_value(value)?),
-                _ => {}
+                _ => {
+                    if let Some(record) = LiveRecord::from_json(value)? {
+                        state.records.get_or_insert_default().push(record);
+                    }
+                }
             }
         }
         Ok(state)
+    }
+
+    /// The same state on a cluster that serves the stored records (none listed when there were none).
+    #[must_use]
+    pub fn serving_records(mut self) -> Self {
+        self.records.get_or_insert_default();
+        self
+    }
+
+    /// The listed record `name` of `kind`.
+    pub fn record(&self, kind: RecordKind, name: &str) -> Option<&LiveRecord> {
+        self.records
+            .iter()
+            .flatten()
+            .find(|record| record.kind == kind && record.metadata.name.as_deref() == Some(name))
     }
 
     /// The live object `name` of `kind` as JSON (with `kind`/`apiVersion`), if listed.
@@ -58,6 +110,9 @@ impl LiveState {
                 find(&self.deployments, name, |deployment| &deployment.metadata)
             }
             ObjectKind::Service => find(&self.services, name, |service| &service.metadata),
+            ObjectKind::ContinuousJob | ObjectKind::ScheduledJob => self
+                .record(super::record_kind(kind)?, name)
+                .map(|record| record.object.clone()),
         }
     }
 }
@@ -89,6 +144,8 @@ pub(crate) struct Live<'a> {
     pub(crate) workload: Option<LiveRef<'a>>,
     /// A finished Job's outcome, from its conditions.
     pub(crate) finished: Option<RunOutcome>,
+    /// A stored record's whole object.
+    pub(crate) record: Option<&'a serde_json::Value>,
 }
 
 /// Every live object, by name then kind.
@@ -97,13 +154,25 @@ pub(crate) type Index<'a> = BTreeMap<String, BTreeMap<ObjectKind, Live<'a>>>;
 /// Indexes `state`; Jobs spawned by a CronJob are not jobs of their own and are left out.
 pub(crate) fn index<'a>(state: &'a LiveState, membership: &Membership) -> Index<'a> {
     let mut index = Index::new();
-    let mut add = |kind, metadata: &ObjectMeta, workload: Option<LiveRef<'a>>, finished| {
+    let mut unlabelled_records = Vec::new();
+    let mut add = |kind,
+                   metadata: &ObjectMeta,
+                   workload: Option<LiveRef<'a>>,
+                   finished,
+                   record: Option<&'a serde_json::Value>| {
         let Some(name) = metadata.name.clone() else {
             return;
         };
         let labels = metadata.labels.clone().unwrap_or_default();
         let annotations = metadata.annotations.clone().unwrap_or_default();
-        let framework = labels::is_framework(Some(&labels));
+        // Upstream's storage may write its records without labels: such a record is the jobs framework's (the only
+        // other writer of these resources is upstream's jobs-api), and below it takes its workload's owner.
+        let is_record = super::record_kind(kind).is_some();
+        let framework = labels::is_framework(Some(&labels))
+            || (is_record && !labels.contains_key(labels::MANAGED_BY));
+        if is_record && !labels.contains_key(labels::MANAGED_BY) {
+            unlabelled_records.push((name.clone(), kind));
+        }
         let inventory = labels.get(labels::INVENTORY);
         let part_of = labels.get(labels::APPLYSET_PART_OF);
         let other = inventory.is_some_and(|set| *set != membership.set_name)
@@ -126,6 +195,7 @@ pub(crate) fn index<'a>(state: &'a LiveState, membership: &Membership) -> Index<
             fingerprint: annotations.get(labels::FINGERPRINT).cloned(),
             workload,
             finished,
+            record,
         };
         index.entry(name).or_default().insert(kind, live);
     };
@@ -142,6 +212,7 @@ pub(crate) fn index<'a>(state: &'a LiveState, membership: &Membership) -> Index<
                 &job.metadata,
                 Some(LiveRef::Job(job)),
                 job_outcome(job),
+                None,
             );
         }
     }
@@ -151,6 +222,7 @@ pub(crate) fn index<'a>(state: &'a LiveState, membership: &Membership) -> Index<
             &cron_job.metadata,
             Some(LiveRef::CronJob(cron_job)),
             None,
+            None,
         );
     }
     for deployment in &state.deployments {
@@ -159,12 +231,40 @@ pub(crate) fn index<'a>(state: &'a LiveState, membership: &Membership) -> Index<
             &deployment.metadata,
             Some(LiveRef::Deployment(deployment)),
             None,
+            None,
         );
     }
     for service in &state.services {
-        add(ObjectKind::Service, &service.metadata, None, None);
+        add(ObjectKind::Service, &service.metadata, None, None, None);
     }
+    for record in state.records.iter().flatten() {
+        add(
+            super::record_object(record.kind),
+            &record.metadata,
+            None,
+            None,
+            Some(&record.object),
+        );
+    }
+    owned_like_their_workloads(&mut index, unlabelled_records);
     index
+}
+
+/// Records written without labels take the owner of their job's workload, when it has one.
+fn owned_like_their_workloads(index: &mut Index<'_>, records: Vec<(String, ObjectKind)>) {
+    for (name, kind) in records {
+        let Some(objects) = index.get_mut(&name) else {
+            continue;
+        };
+        let workload = [ObjectKind::Job, ObjectKind::CronJob, ObjectKind::Deployment]
+            .iter()
+            .find_map(|workload| objects.get(workload))
+            .map(|live| (live.owner, live.other_inventory.clone()));
+        if let (Some((owner, other_inventory)), Some(record)) = (workload, objects.get_mut(&kind)) {
+            record.owner = owner;
+            record.other_inventory = other_inventory;
+        }
+    }
 }
 
 /// `Complete`/`SuccessCriteriaMet` → succeeded, `Failed`/`FailureTarget` → failed, else still running (`None`).

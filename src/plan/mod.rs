@@ -23,9 +23,10 @@ use serde::Serialize;
 
 use crate::model::Kind;
 use crate::model::inventory::RunOutcome;
+use crate::render::record::RecordKind;
 
 pub use decide::compute;
-pub use live::LiveState;
+pub use live::{LiveRecord, LiveState};
 
 /// The version of the plan's JSON form; bumped on every incompatible change.
 pub const FORMAT_VERSION: u32 = 1;
@@ -79,6 +80,9 @@ pub struct Plan {
     /// The namespace's quota and what the plan adds to it ([`quota::check`]); empty until checked.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub quota: Vec<quota::QuotaUse>,
+    /// What the user should know about the plan as a whole (the cluster keeps no records upstream lists).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Plan {
@@ -94,6 +98,7 @@ impl Plan {
             refusals,
             counts,
             quota: Vec::new(),
+            notes: Vec::new(),
         }
     }
 
@@ -322,6 +327,36 @@ pub enum ObjectKind {
     CronJob,
     Deployment,
     Service,
+    /// Upstream's stored record of a continuous job ([`crate::render::record`]).
+    ContinuousJob,
+    /// Upstream's stored record of a scheduled job.
+    ScheduledJob,
+}
+
+impl ObjectKind {
+    /// Whether this is one of upstream's stored records.
+    pub fn is_record(self) -> bool {
+        record_kind(self).is_some()
+    }
+}
+
+/// The record kind an object kind is, if it is one.
+pub(crate) fn record_kind(kind: ObjectKind) -> Option<RecordKind> {
+    match kind {
+        ObjectKind::ContinuousJob => Some(RecordKind::Continuous),
+        ObjectKind::ScheduledJob => Some(RecordKind::Scheduled),
+        ObjectKind::Job | ObjectKind::CronJob | ObjectKind::Deployment | ObjectKind::Service => {
+            None
+        }
+    }
+}
+
+/// The object kind of a record kind.
+pub(crate) fn record_object(kind: RecordKind) -> ObjectKind {
+    match kind {
+        RecordKind::Continuous => ObjectKind::ContinuousJob,
+        RecordKind::Scheduled => ObjectKind::ScheduledJob,
+    }
 }
 
 /// Which object.

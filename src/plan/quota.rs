@@ -184,6 +184,8 @@ fn count_resource(kind: ObjectKind) -> &'static str {
         ObjectKind::CronJob => "count/cronjobs.batch",
         ObjectKind::Deployment => "count/deployments.apps",
         ObjectKind::Service => "services",
+        ObjectKind::ContinuousJob => "count/continuous-jobs.jobs-api.toolforge.org",
+        ObjectKind::ScheduledJob => "count/scheduled-jobs.jobs-api.toolforge.org",
     }
 }
 
@@ -192,7 +194,10 @@ fn pod_resources(object: &Value, kind: ObjectKind) -> Vec<(&'static str, i128)> 
     let pods = match kind {
         ObjectKind::Job => object["spec"]["parallelism"].as_i64().unwrap_or(1),
         ObjectKind::Deployment => object["spec"]["replicas"].as_i64().unwrap_or(1),
-        ObjectKind::CronJob | ObjectKind::Service => return Vec::new(),
+        ObjectKind::CronJob
+        | ObjectKind::Service
+        | ObjectKind::ContinuousJob
+        | ObjectKind::ScheduledJob => return Vec::new(),
     };
     let pods = i128::from(pods);
     let mut resources = vec![("pods", pods * NANOS)];

@@ -194,19 +194,22 @@ pub fn canonical(job: &Job, context: &RenderContext) -> Result<CanonicalJob, Ren
         timezone: None,
         timeout: None,
         retry: None,
-        emails: emails_name(job.emails.unwrap_or(Emails::None)).to_owned(),
+        emails: job.emails.unwrap_or(Emails::None).name().to_owned(),
         mem: memory.limit_text(),
         cpu,
         cpu_limit,
         filelog,
         filelog_stdout: filelog.then(|| log_path(&job.file_log.stdout, "out")),
         filelog_stderr: filelog.then(|| log_path(&job.file_log.stderr, "err")),
-        mount: mount_name(job.mount.unwrap_or(if build_service {
-            Mount::None
-        } else {
-            Mount::All
-        }))
-        .to_owned(),
+        mount: job
+            .mount
+            .unwrap_or(if build_service {
+                Mount::None
+            } else {
+                Mount::All
+            })
+            .name()
+            .to_owned(),
         port: None,
         port_protocol: None,
         replicas: None,
@@ -255,7 +258,7 @@ fn resolve_kind(
                 } else {
                     port.protocol
                 };
-                canonical.port_protocol = Some(protocol_name(protocol).to_owned());
+                canonical.port_protocol = Some(protocol.name().to_owned());
             }
             match &service.health_check {
                 Some(HealthCheck::Script(script)) => {
@@ -329,29 +332,6 @@ pub(crate) fn without_launcher(command: &str) -> &str {
 fn default_quantity(text: &str) -> Quantity {
     // Only called with the constants above, which the unit tests parse.
     Quantity::parse(text).expect("default quantities are valid")
-}
-
-fn emails_name(emails: Emails) -> &'static str {
-    match emails {
-        Emails::None => "none",
-        Emails::All => "all",
-        Emails::Onfinish => "onfinish",
-        Emails::Onfailure => "onfailure",
-    }
-}
-
-fn mount_name(mount: Mount) -> &'static str {
-    match mount {
-        Mount::All => "all",
-        Mount::None => "none",
-    }
-}
-
-fn protocol_name(protocol: Protocol) -> &'static str {
-    match protocol {
-        Protocol::Tcp => "tcp",
-        Protocol::Udp => "udp",
-    }
 }
 
 #[cfg(test)]

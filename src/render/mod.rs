@@ -8,7 +8,7 @@
 //!
 //! Start at [`objects`]. The steps: [`canonical`] resolves defaults into a [`CanonicalJob`], whose hash and
 //! [`fingerprint`] become annotations; `pod` and `workloads` build the objects from it, with the label sets of
-//! [`label_sets`]. The inventory's model is [`crate::model::inventory`].
+//! [`label_sets`], and the stored record upstream's jobs-api lists by [`record`]. The inventory's model is [`crate::model::inventory`].
 
 pub mod canonical;
 pub mod command;
@@ -20,6 +20,7 @@ pub mod limits;
 pub mod pod;
 pub mod quantities;
 pub mod read_back;
+pub mod record;
 pub mod shell;
 pub mod workloads;
 
@@ -56,6 +57,8 @@ pub struct Rendered {
     pub workload: Workload,
     /// The `ClusterIP` Service of a continuous job with a port.
     pub service: Option<Service>,
+    /// The stored record upstream's jobs-api lists (scheduled and continuous jobs; [`record`]).
+    pub record: Option<serde_json::Value>,
     pub canonical: CanonicalJob,
     /// SHA-256 of the canonical job: equal hashes mean equal objects.
     pub desired_hash: String,
@@ -137,9 +140,11 @@ pub fn objects(job: &Job, context: &RenderContext) -> Result<Rendered, RenderErr
         }
     };
     let service = workloads::service(&canonical, context, &metadata);
+    let record = record::record(job, &canonical, context, &metadata.annotations);
     Ok(Rendered {
         workload,
         service,
+        record,
         canonical,
         desired_hash,
         fingerprint,

@@ -292,7 +292,7 @@ pub async fn create(
                         ),
                     ));
                 }
-                None => plan::imperative::create(&name, &rendered),
+                None => plan::imperative::create(&name, &rendered, &live.snapshot.live),
             };
             Ok(Decision::Write(Writes::Plan(plan), (name, messages)))
         })
@@ -350,7 +350,11 @@ pub async fn update(
                 ));
             }
             None => Decision::Write(
-                Writes::Plan(plan::imperative::create(&name, &rendered)),
+                Writes::Plan(plan::imperative::create(
+                    &name,
+                    &rendered,
+                    &live.snapshot.live,
+                )),
                 reply(true, format!("Job {name} created in storage and runtime")),
             ),
             Some(job) if up_to_date(&job, &rendered) => {

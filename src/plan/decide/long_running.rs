@@ -67,7 +67,12 @@ impl Desired<'_> {
             } else if service_missing {
                 (Action::Repair, "the Service was deleted by hand".to_owned())
             } else {
-                return self.row(Action::Unchanged, "up to date");
+                let mut action = self.row(Action::Unchanged, "up to date");
+                if let Some(why) = self.record_writes(&mut action) {
+                    action.action = Action::Repair;
+                    why.clone_into(&mut action.reason);
+                }
+                return action;
             }
         } else {
             let what = if changes.is_empty() {

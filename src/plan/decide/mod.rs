@@ -14,11 +14,13 @@ use crate::plan::LiveState;
 use crate::plan::guards;
 use crate::plan::immutable;
 use crate::plan::live::{self, Live, Owner};
+use crate::plan::record_object;
 use crate::plan::{
     Action, Delete, FieldChange, ObjectKind, ObjectRef, Plan, PlanOptions, PlannedAction,
     Propagation, RecordUpdate, Wait, Write, WriteVerb,
 };
 use crate::render::limits::violations;
+use crate::render::record::{self, RecordKind};
 use crate::render::{RenderContext, Rendered, read_back_ref};
 use one_off::Barrier;
 
@@ -32,6 +34,7 @@ pub fn compute(
     options: &PlanOptions,
 ) -> Plan {
     let index = live::index(live, &context.membership);
+    let records_served = live.records.is_some();
     let none = BTreeMap::new();
     let in_file: BTreeSet<&str> = desired.iter().map(|(job, _)| job.name.as_str()).collect();
     let mut actions = Vec::new();
@@ -56,6 +59,7 @@ pub fn compute(
             rendered,
             objects,
             record,
+            records_served,
             context,
             options,
         };
@@ -97,8 +101,21 @@ pub fn compute(
             one_off::hold(barrier, later);
         }
     }
-    Plan::new(actions, refusals)
+    let mut plan = Plan::new(actions, refusals);
+    if !records_served
+        && desired
+            .iter()
+            .any(|(_, rendered)| rendered.record.is_some())
+    {
+        plan.notes.push(NO_RECORDS.to_owned());
+    }
+    plan
 }
+
+/// Said once when the cluster keeps no stored records, or the tool may not read them.
+const NO_RECORDS: &str = "the cluster serves no stored job records (`continuous-jobs` and `scheduled-jobs` of \
+    jobs-api.toolforge.org), or this account may not list them: the jobs are created as before, but upstream's \
+    `toolforge jobs list` will not show the scheduled and continuous ones";
 
 /// The object kind a job kind renders to.
 pub(crate) fn workload_kind(kind: Kind) -> ObjectKind {
@@ -113,8 +130,10 @@ pub(crate) fn workload_kind(kind: Kind) -> ObjectKind {
 pub(crate) fn kind_of_object(kind: ObjectKind) -> Kind {
     match kind {
         ObjectKind::Job => Kind::OneOff,
-        ObjectKind::CronJob => Kind::Scheduled,
-        ObjectKind::Deployment | ObjectKind::Service => Kind::Continuous,
+        ObjectKind::CronJob | ObjectKind::ScheduledJob => Kind::Scheduled,
+        ObjectKind::Deployment | ObjectKind::Service | ObjectKind::ContinuousJob => {
+            Kind::Continuous
+        }
     }
 }
 
@@ -168,6 +187,8 @@ struct Desired<'a> {
     /// Live objects of the job's name, by kind.
     objects: &'a BTreeMap<ObjectKind, Live<'a>>,
     record: Option<&'a JobRecord>,
+    /// Whether the cluster keeps upstream's stored records (and we may read them).
+    records_served: bool,
     context: &'a RenderContext,
     options: &'a PlanOptions,
 }
@@ -191,7 +212,7 @@ impl Desired<'_> {
             && action
                 .writes
                 .iter()
-                .any(|write| write.verb != WriteVerb::Label)
+                .any(|write| write.verb != WriteVerb::Label && !write.object.kind.is_record())
         {
             action.errors = violations(&self.rendered.canonical, limits)
                 .iter()
@@ -234,7 +255,8 @@ impl Desired<'_> {
     fn conflict(&self) -> Option<PlannedAction> {
         let kind = workload_kind(self.kind());
         let recorded_kind = self.record.map(|record| workload_kind(record.kind));
-        for (object_kind, live) in self.objects {
+        // A stored record goes with its workload: it never decides a conflict ([`Self::record_writes`]).
+        for (object_kind, live) in self.objects.iter().filter(|(kind, _)| !kind.is_record()) {
             let clashes = *object_kind == kind
                 || (*object_kind == ObjectKind::Service && self.rendered.service.is_some());
             let reason = match live.owner {
@@ -290,6 +312,8 @@ impl Desired<'_> {
     fn write(&self, object: ObjectKind, verb: WriteVerb, uid: Option<String>) -> Write {
         let manifest = if object == ObjectKind::Service {
             serde_json::to_value(&self.rendered.service).expect("a rendered Service serialises")
+        } else if object.is_record() {
+            self.rendered.record.clone().unwrap_or_default()
         } else {
             self.workload_manifest()
         };
@@ -338,13 +362,69 @@ impl Desired<'_> {
             }
             (None, _) => {}
         }
+        self.record_writes(action);
         action.waits.push(match kind {
             ObjectKind::Job => Wait::Completed {
                 barrier: matches!(self.job.kind, JobKind::OneOff { wait: Some(_), .. }),
             },
-            ObjectKind::CronJob => Wait::Accepted,
-            ObjectKind::Deployment | ObjectKind::Service => Wait::RolledOut,
+            ObjectKind::CronJob | ObjectKind::ScheduledJob => Wait::Accepted,
+            ObjectKind::Deployment | ObjectKind::Service | ObjectKind::ContinuousJob => {
+                Wait::RolledOut
+            }
         });
+    }
+
+    /// The job's stored record: created when missing, written over when it is not the file's (adopting a job
+    /// makes its record ours too), and a record of the other kind of ours (the kind changed) deleted. A record
+    /// of another inventory is never touched; nothing at all when the cluster keeps no records. Says why, when
+    /// it writes or deletes something.
+    fn record_writes(&self, action: &mut PlannedAction) -> Option<&'static str> {
+        if !self.records_served {
+            return None;
+        }
+        let wanted = self.rendered.record.as_ref().map(|record| {
+            let kind = record["kind"]
+                .as_str()
+                .and_then(RecordKind::from_kind)
+                .map(record_object);
+            (kind, record)
+        });
+        let mut why = None;
+        for kind in [ObjectKind::ContinuousJob, ObjectKind::ScheduledJob] {
+            let live = self.objects.get(&kind);
+            match (wanted, live) {
+                (Some((Some(wanted_kind), record)), live) if wanted_kind == kind => match live {
+                    None => {
+                        action
+                            .writes
+                            .push(self.write(kind, WriteVerb::Create, None));
+                        why = Some("the stored record upstream lists is missing");
+                    }
+                    Some(live)
+                        if live.owner == Owner::Framework
+                            && !live
+                                .record
+                                .is_some_and(|object| record::is_current(object, record)) =>
+                    {
+                        action.writes.push(self.write(
+                            kind,
+                            WriteVerb::Update,
+                            live.reference.uid.clone(),
+                        ));
+                        why = Some("the stored record upstream lists differs from the file");
+                    }
+                    Some(_) => {}
+                },
+                (_, Some(live))
+                    if live.owner == Owner::Framework && (live.member || self.record.is_some()) =>
+                {
+                    action.deletes.push(delete(live));
+                    why = Some("the stored record of the job's old kind is left");
+                }
+                _ => {}
+            }
+        }
+        why
     }
 
     /// Deletes the live `live` first, waits for its UID to be gone, then creates.

@@ -29,6 +29,15 @@ pub(super) fn undesired(
             })
             .map(|(_, live)| live)
             .partition(|live| live.member);
+        // The job's stored record goes with its workload (upstream may have written it without our labels).
+        let records = objects.iter().filter(|(kind, live)| {
+            kind.is_record() && live.owner == Owner::Framework && (live.member || !ours.is_empty())
+        });
+        let ours: Vec<&Live<'_>> = ours
+            .iter()
+            .copied()
+            .chain(records.map(|(_, live)| live))
+            .collect();
         let deletes: Vec<Delete> = ours.into_iter().map(delete).collect();
         if !options.prune {
             return Some(row(
@@ -47,8 +56,10 @@ pub(super) fn undesired(
             (false, _) => "absent from the file",
         };
         let mut action = row(name, record.kind, Action::Delete, reason);
+        // A record has no pods to wait for.
         action.waits = deletes
             .iter()
+            .filter(|delete| !delete.object.kind.is_record())
             .map(|delete| Wait::Deleted {
                 object: delete.object.clone(),
             })

@@ -109,6 +109,15 @@ pub fn update(
     Plan::new(vec![action], Vec::new())
 }
 
+/// The jobs API's `PATCH` of a job that is up to date: only its stored record, when it is missing or differs.
+pub fn stored_record_only(job: &str, rendered: &Rendered, live: &LiveState) -> Option<Plan> {
+    let kind = rendered.canonical.kind;
+    let mut action = PlannedAction::new(job, kind, Action::Repair, "the stored record");
+    stored_record(&mut action, rendered, live);
+    (!action.writes.is_empty() || !action.deletes.is_empty())
+        .then(|| Plan::new(vec![action], Vec::new()))
+}
+
 /// The job's stored record written to match `rendered` (created, or written over when it differs), and a record
 /// of the other kind deleted; only records of the jobs framework, and only when the cluster serves them.
 fn stored_record(action: &mut PlannedAction, rendered: &Rendered, live: &LiveState) {

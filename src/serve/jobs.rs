@@ -358,7 +358,14 @@ pub async fn update(
                 reply(true, format!("Job {name} created in storage and runtime")),
             ),
             Some(job) if up_to_date(&job, &rendered) => {
-                Decision::Answer(reply(false, format!("Job {name} is already up to date")))
+                let answer = reply(false, format!("Job {name} is already up to date"));
+                // A job of ours from before the cluster kept records, or whose record was lost: stored now.
+                match plan::imperative::stored_record_only(&name, &rendered, &live.snapshot.live) {
+                    Some(plan) if job.read_back.ownership.inventory.is_none() => {
+                        Decision::Write(Writes::Plan(plan), answer)
+                    }
+                    _ => Decision::Answer(answer),
+                }
             }
             Some(job) if job.read_back.ownership.inventory.is_some() => {
                 return Err(owned_by_file(&job));

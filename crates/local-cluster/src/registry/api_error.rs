@@ -315,12 +315,14 @@ pub enum FieldErrorKind {
     Required,
     /// `Invalid value: <value>`; holds the rendered value.
     Invalid(String),
-    /// `Unsupported value: <value>: supported values: ...`.
-    NotSupported(String, Vec<&'static str>),
+    /// `Unsupported value: <value>: supported values: ...`; owned because custom resources list their own values.
+    NotSupported(String, Vec<String>),
     /// `Forbidden`.
     Forbidden,
     /// `Too long: may not be more than N bytes`.
     TooLong(usize),
+    /// `Too many: <count>: must have at most N items`; holds the count.
+    TooMany(usize),
     /// `Duplicate value: <value>`.
     Duplicate(String),
 }
@@ -363,7 +365,10 @@ impl FieldError {
         supported: &[&'static str],
     ) -> Self {
         Self {
-            kind: FieldErrorKind::NotSupported(render_value(value), supported.to_vec()),
+            kind: FieldErrorKind::NotSupported(
+                render_value(value),
+                supported.iter().map(|s| (*s).to_owned()).collect(),
+            ),
             field: field.into(),
             detail: String::new(),
         }
@@ -394,6 +399,7 @@ impl FieldError {
             FieldErrorKind::NotSupported(..) => "FieldValueNotSupported",
             FieldErrorKind::Forbidden => "FieldValueForbidden",
             FieldErrorKind::TooLong(_) => "FieldValueTooLong",
+            FieldErrorKind::TooMany(_) => "FieldValueTooMany",
             FieldErrorKind::Duplicate(_) => "FieldValueDuplicate",
         }
     }
@@ -415,6 +421,7 @@ impl FieldError {
             FieldErrorKind::TooLong(limit) => {
                 format!("Too long: may not be more than {limit} bytes")
             }
+            FieldErrorKind::TooMany(count) => format!("Too many: {count}"),
             FieldErrorKind::Duplicate(value) => format!("Duplicate value: {value}"),
         };
         if self.detail.is_empty() {

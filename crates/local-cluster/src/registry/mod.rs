@@ -25,4 +25,5 @@ pub(crate) mod resources;
 pub(crate) mod selector;
 mod server_side_apply;
 pub(crate) mod store;
+pub(crate) mod structural;
 mod validation;

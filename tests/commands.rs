@@ -415,7 +415,9 @@ async fn delete_removes_our_objects_and_records_and_never_foreign_ones() {
     let delete = cluster.run(&["delete", "bot"]).await;
     delete.expect_code(0);
     assert!(
-        delete.stderr.contains("Deleted job 'bot' (Deployment)"),
+        delete
+            .stderr
+            .contains("Deleted job 'bot' (Deployment, ContinuousJob)"),
         "{}",
         delete.stderr
     );

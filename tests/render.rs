@@ -256,8 +256,9 @@ fn rendered_from(text: &str) -> Vec<render::Rendered> {
 }
 
 /// The expected specs are written from upstream's model (reference/toolforge.md §3.8: the job model with only the
-/// fields the user set, `job_name`, `tool_name`, `image.short_name`; key names as in jobs-api.md §2.2), never
-/// from our own output.
+/// fields that are set, `job_name`, `tool_name`, `image.short_name`; key names and normalised values as in
+/// jobs-api.md §2.2), never from our own output. Defaults are left out, written or not (the build-service job
+/// sets the pre-built defaults `filelog` and `mount`, which are not its own).
 #[test]
 fn stored_records_are_upstreams_sparse_job_model() {
     let rendered = rendered_from(
@@ -280,7 +281,7 @@ fn stored_records_are_upstreams_sparse_job_model() {
             1,
             "ScheduledJob",
             serde_json::json!({"job_name": "nightly", "tool_name": "mytool", "job_type": "scheduled",
-                "cmd": "./cron.sh", "image": {"short_name": "python3.11"}, "memory": "1Gi",
+                "cmd": "./cron.sh", "image": {"short_name": "python3.11"}, "memory": "1.0Gi",
                 "schedule": "@daily", "retry": 2}),
         ),
         (
@@ -288,8 +289,8 @@ fn stored_records_are_upstreams_sparse_job_model() {
             "ScheduledJob",
             serde_json::json!({"job_name": "every", "tool_name": "mytool", "job_type": "scheduled",
                 "cmd": "./sync.sh", "image": {"short_name": "tool-mytool/tool-mytool:latest"},
-                "filelog": true, "filelog_stdout": "logs/sync.out", "emails": "onfailure", "mount": "all",
-                "cpu": "500m", "schedule": "*/5 * * * *", "timeout": 300}),
+                "filelog": true, "filelog_stdout": "/data/project/mytool/logs/sync.out", "emails": "onfailure",
+                "mount": "all", "cpu": "0.5", "schedule": "*/5 * * * *", "timeout": 300}),
         ),
         (
             3,
@@ -309,7 +310,7 @@ fn stored_records_are_upstreams_sparse_job_model() {
             5,
             "ContinuousJob",
             serde_json::json!({"job_name": "dns", "tool_name": "mytool", "job_type": "continuous",
-                "cmd": "./dns.py", "image": {"short_name": "python3.11"}, "memory": "2Gi",
+                "cmd": "./dns.py", "image": {"short_name": "python3.11"}, "memory": "2.0Gi",
                 "continuous": true, "port": 5353, "port_protocol": "udp",
                 "health_check": {"type": "script", "script": "./alive.sh"}}),
         ),

@@ -284,3 +284,73 @@ async fn the_jobs_api_logs_route_gives_json_lines() {
     .await;
     assert_eq!(missing.status, 404);
 }
+
+/// Upstream's stored records of `kind` (`ContinuousJob`, `ScheduledJob`) in the tool's namespace.
+fn records(client: &kube::Client, kind: &str, plural: &str) -> Api<kube::api::DynamicObject> {
+    let resource = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("jobs-api.toolforge.org", "v1", kind),
+        plural,
+    );
+    Api::namespaced_with(client.clone(), NAMESPACE, &resource)
+}
+
+/// The API keeps upstream's records as upstream's jobs-api does, and takes turns with `apply` on one namespace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_stores_upstreams_records_and_takes_turns_with_apply() {
+    let served = Served::with_tokens(script()).await;
+    let cluster = &served.cluster;
+    let api = another_server(&served, cluster.directory.path()).await;
+    let continuous = records(&cluster.client, "ContinuousJob", "continuous-jobs");
+    let scheduled = records(&cluster.client, "ScheduledJob", "scheduled-jobs");
+
+    let web = r#"{"name":"web","imagename":"python3.11","cmd":"python3 -m http.server 8000","job_type":"continuous","port":"8000","memory":"1Gi"}"#;
+    let posted = request(&api, "POST", JOBS, web).await;
+    assert_eq!(posted.status, 201, "{}", posted.text());
+    let stored = continuous.get("web").await.unwrap();
+    assert_eq!(
+        stored.data["spec"],
+        serde_json::json!({"job_name": "web", "tool_name": "mytool", "job_type": "continuous",
+            "cmd": "python3 -m http.server 8000", "image": {"short_name": "python3.11"}, "memory": "1.0Gi",
+            "continuous": true, "port": 8000}),
+        "upstream's sparse model of what the request set"
+    );
+
+    // A record lost by hand comes back with a PATCH that finds the job up to date.
+    continuous
+        .delete("web", &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    let patched = request(&api, "PATCH", JOBS, web).await;
+    assert_eq!(patched.status, 200, "{}", patched.text());
+    assert_eq!(
+        patched.json()["messages"]["info"][0],
+        "Job web is already up to date"
+    );
+    assert!(continuous.get_opt("web").await.unwrap().is_some());
+
+    // A file's scheduled job, applied beside it: both listed, each with its record.
+    cluster.write_jobs("- {name: nightly, command: ./n.sh, image: bookworm, schedule: '@daily'}\n");
+    let applied = cluster.run(&["apply"]).await;
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+    assert_eq!(
+        scheduled.get("nightly").await.unwrap().data["spec"]["schedule"],
+        "@daily"
+    );
+    let listed = request(&api, "GET", JOBS, "").await.json();
+    let mut names: Vec<&str> = listed["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|job| job["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(names, ["nightly", "web"]);
+
+    // Deleted through the API: the workload and its record go; the file's job keeps its own.
+    let deleted = request(&api, "DELETE", &format!("{JOBS}web"), "").await;
+    assert_eq!(deleted.status, 200, "{}", deleted.text());
+    assert!(continuous.get_opt("web").await.unwrap().is_none());
+    assert!(scheduled.get_opt("nightly").await.unwrap().is_some());
+    let again = cluster.run(&["diff"]).await;
+    assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
+}

@@ -16,6 +16,7 @@ use crate::cli::{Error, GlobalArgs};
 use crate::config::entry::{entry, quoted};
 use crate::model::Kind;
 use crate::output::{ExitStatus, Printer};
+use crate::render::canonical::{DEFAULT_CPU_TEXT, DEFAULT_MEMORY_TEXT};
 use crate::render::{CanonicalJob, RenderContext};
 
 #[derive(Debug, Args)]
@@ -99,10 +100,10 @@ fn pairs(live: &LiveJob, context: &RenderContext) -> Vec<(&'static str, String)>
     if job.emails != "none" {
         pairs.push(("emails", quoted(&job.emails)));
     }
-    if job.mem != "0.5Gi" {
+    if job.mem != DEFAULT_MEMORY_TEXT {
         pairs.push(("mem", quoted(&job.mem)));
     }
-    if job.cpu != "0.1" {
+    if job.cpu != DEFAULT_CPU_TEXT {
         pairs.push(("cpu", quoted(&job.cpu)));
     }
     if job.filelog {

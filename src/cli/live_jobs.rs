@@ -18,6 +18,7 @@ use crate::model::{Kind, ToolName};
 use crate::output::progress::LogProgress;
 use crate::pipeline::imperative::InventoryPlan;
 use crate::pipeline::live;
+use crate::render::canonical::{DEFAULT_CPU_TEXT, DEFAULT_MEMORY_TEXT};
 use crate::render::context::DEFAULT_SET_NAME;
 use crate::render::{CanonicalJob, RenderContext};
 use crate::status::StatusJson;
@@ -236,7 +237,10 @@ fn resources(job: &CanonicalJob) -> String {
             value.to_owned()
         }
     };
-    let (mem, cpu) = (or_default(&job.mem, "0.5Gi"), or_default(&job.cpu, "0.1"));
+    let (mem, cpu) = (
+        or_default(&job.mem, DEFAULT_MEMORY_TEXT),
+        or_default(&job.cpu, DEFAULT_CPU_TEXT),
+    );
     if mem == "default" && cpu == "default" {
         mem
     } else {

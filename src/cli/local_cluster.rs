@@ -51,6 +51,11 @@ pub struct LocalClusterArgs {
     /// identity ConfigMap), where jobs' working directories and file logs go
     #[arg(long, value_name = "DIR")]
     pub tools_home: Option<PathBuf>,
+
+    /// Do not install upstream's jobs-api custom resource definitions (`continuous-jobs` and `scheduled-jobs` of
+    /// jobs-api.toolforge.org), to try a cluster that keeps no stored job records
+    #[arg(long)]
+    pub no_upstream_crds: bool,
 }
 
 /// What to do with the embedded local cluster instead of serving in the foreground.
@@ -97,6 +102,7 @@ pub(crate) async fn run(
         kubeconfig_out: args.kubeconfig_out.clone(),
         tools_home: args.tools_home.clone(),
         clock_speed: args.clock_speed,
+        upstream_crds: !args.no_upstream_crds,
         // Jobs really run: their containers' commands become processes of the current user.
         controllers: (!args.api_only).then(|| Controllers {
             kubelet: Some(Kubelet::Process(ProcessOptions::default())),

@@ -25,7 +25,9 @@ pub const DEFAULT_MEMORY: &str = "512Mi";
 /// Upstream's CPU request when `cpu` is not set.
 pub const DEFAULT_CPU: &str = "100m";
 /// Upstream's `cpu` in normalised form; a job with this CPU gets the cluster's default limit.
-pub(crate) const DEFAULT_CPU_TEXT: &str = "0.1";
+pub const DEFAULT_CPU_TEXT: &str = "0.1";
+/// Upstream's memory in normalised form.
+pub const DEFAULT_MEMORY_TEXT: &str = "0.5Gi";
 /// Build-service images run their command through this program (it sets up the buildpack environment).
 pub(crate) const LAUNCHER: &str = "launcher";
 

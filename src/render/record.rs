@@ -2,11 +2,11 @@
 //! group `jobs-api.toolforge.org`) in which upstream's jobs-api keeps each job's definition, and which it lists
 //! as its source of truth (reference/toolforge.md §3.8, SPEC §13). One-offs have none.
 //!
-//! The `spec` is upstream's job model with only the fields the user set: always `job_name`, `tool_name`,
-//! `job_type`, `cmd` and `image.short_name`, then each key the file (or the API request) gave, under upstream's
-//! name (`memory`, `filelog_stdout`, `health_check`, …) and with the value as written. Our own extensions
-//! (`trigger`, `timezone`, …) are not upstream's and are not stored. The record carries the workload's labels,
-//! so ownership is read from it as from any other object.
+//! The `spec` is upstream's job model with only the fields that are set: always `job_name`, `tool_name`,
+//! `job_type`, `cmd` and `image.short_name`, then each field whose value is not upstream's default, under
+//! upstream's name (`memory`, `filelog_stdout`, `health_check`, …). Our own extensions (`trigger`, `timezone`, …)
+//! are not upstream's and are not stored. The record carries the workload's labels, so ownership is read from it as from any other
+//! object.
 
 use std::collections::BTreeMap;
 
@@ -14,9 +14,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Map, Value, json};
 
 use crate::config::Job;
-use crate::config::job::{HealthCheck, JobKind, Protocol, Service};
+use crate::config::job::JobKind;
+use crate::model::Kind;
 use crate::model::labels::{APPLYSET_PART_OF, INVENTORY};
-use crate::render::canonical::CanonicalJob;
+use crate::render::canonical::{CanonicalJob, DEFAULT_CPU_TEXT, DEFAULT_MEMORY_TEXT};
 use crate::render::context::RenderContext;
 use crate::render::label_sets;
 
@@ -92,93 +93,98 @@ pub fn record(
         "kind": kind.kind(),
         // Plain metadata always serialises.
         "metadata": serde_json::to_value(metadata).expect("metadata serialises"),
-        "spec": spec(job, context.tool.as_str()),
+        "spec": spec(job, canonical, context),
     }))
 }
 
-/// Upstream's sparse job model of `job`: its identity, then what the user set.
-fn spec(job: &Job, tool: &str) -> Value {
+/// Upstream's sparse job model of `job`: its identity, then each field whose value is not the default, in the
+/// normalised form upstream's API shows (`memory: 1.0Gi`, `cpu: "0.5"`, absolute log paths). Leaving defaults out
+/// instead of keeping what the file happened to spell out makes equal definitions equal records: a file written
+/// with every default (`dump`'s) and the same file without them store the same record.
+fn spec(job: &Job, canonical: &CanonicalJob, context: &RenderContext) -> Value {
     let mut spec = Map::new();
     let mut set = |key: &str, value: Value| {
         spec.insert(key.to_owned(), value);
     };
+    let build_service = job.image_name.is_build_service();
     set("job_name", json!(job.name));
-    set("tool_name", json!(tool));
+    set("tool_name", json!(context.tool.as_str()));
     set(
         "job_type",
-        json!(match job.kind {
-            JobKind::Scheduled { .. } => "scheduled",
+        json!(match canonical.kind {
+            Kind::Scheduled => "scheduled",
             // Upstream's newest API turns a webservice into a continuous job (jobs-api.md §2).
             _ => "continuous",
         }),
     );
-    if let Some(command) = &job.command {
+    if let Some(command) = &canonical.command {
         set("cmd", json!(command));
     }
     set("image", json!({"short_name": job.image}));
-    if let Some(enabled) = job.file_log.enabled {
-        set("filelog", json!(enabled));
+    let default_filelog = !build_service && canonical.kind != Kind::Webservice;
+    if canonical.filelog != default_filelog {
+        set("filelog", json!(canonical.filelog));
     }
-    if let Some(stdout) = &job.file_log.stdout {
-        set("filelog_stdout", json!(stdout));
-    }
-    if let Some(stderr) = &job.file_log.stderr {
-        set("filelog_stderr", json!(stderr));
-    }
-    if let Some(emails) = job.emails {
-        set("emails", json!(emails.name()));
-    }
-    if let Some(mount) = job.mount {
-        set("mount", json!(mount.name()));
-    }
-    if let Some(mem) = &job.mem {
-        set("memory", json!(mem.as_str()));
-    }
-    if let Some(cpu) = &job.cpu {
-        set("cpu", json!(cpu.as_str()));
-    }
-    match &job.kind {
-        JobKind::OneOff { .. } => {}
-        JobKind::Scheduled {
-            schedule,
-            retry,
-            timeout,
-            timezone: _,
-        } => {
-            set("schedule", json!(schedule.expression));
-            if let Some(retry) = retry {
-                set("retry", json!(retry));
-            }
-            if let Some(timeout) = timeout {
-                set("timeout", json!(timeout));
-            }
+    for (key, path, extension) in [
+        ("filelog_stdout", &canonical.filelog_stdout, "out"),
+        ("filelog_stderr", &canonical.filelog_stderr, "err"),
+    ] {
+        let default = format!("{}/{}.{extension}", context.home, job.name);
+        if let Some(path) = path.as_ref().filter(|path| **path != default) {
+            set(key, json!(path));
         }
-        JobKind::Continuous(service) | JobKind::Webservice(service) => {
-            set("continuous", json!(true));
-            long_running(service, &mut set);
+    }
+    let defaults = [
+        ("emails", canonical.emails.as_str(), "none"),
+        (
+            "mount",
+            canonical.mount.as_str(),
+            if build_service { "none" } else { "all" },
+        ),
+        ("memory", canonical.mem.as_str(), DEFAULT_MEMORY_TEXT),
+        ("cpu", canonical.cpu.as_str(), DEFAULT_CPU_TEXT),
+    ];
+    for (key, value, default) in defaults {
+        if value != default {
+            set(key, json!(value));
         }
+    }
+    if let Some(schedule) = &canonical.schedule {
+        set("schedule", json!(schedule));
+    }
+    if let Some(retry) = canonical.retry.filter(|retry| *retry > 0) {
+        set("retry", json!(retry));
+    }
+    if let Some(timeout) = canonical.timeout {
+        set("timeout", json!(timeout));
+    }
+    if matches!(canonical.kind, Kind::Continuous | Kind::Webservice) {
+        set("continuous", json!(true));
+        long_running(canonical, &mut set);
     }
     Value::Object(spec)
 }
 
-fn long_running(service: &Service, set: &mut impl FnMut(&str, Value)) {
-    if let Some(replicas) = service.replicas {
+fn long_running(canonical: &CanonicalJob, set: &mut impl FnMut(&str, Value)) {
+    if let Some(replicas) = canonical.replicas.filter(|replicas| *replicas != 1) {
         set("replicas", json!(replicas));
     }
-    if let Some(port) = service.port {
-        set("port", json!(port.number));
-        if port.protocol == Protocol::Udp {
-            set("port_protocol", json!("udp"));
-        }
+    if let Some(port) = canonical.port {
+        set("port", json!(port));
     }
-    match &service.health_check {
-        Some(HealthCheck::Script(script)) => {
-            set("health_check", json!({"type": "script", "script": script}));
-        }
-        Some(HealthCheck::Http(path)) => set("health_check", json!({"type": "http", "path": path})),
-        None => {}
+    if let Some(protocol) = canonical
+        .port_protocol
+        .as_ref()
+        .filter(|protocol| *protocol != "tcp")
+    {
+        set("port_protocol", json!(protocol));
     }
-    if let Some(publish) = &service.publish {
+    match (&canonical.health_check_script, &canonical.health_check_http) {
+        (Some(script), _) => set("health_check", json!({"type": "script", "script": script})),
+        (None, Some(path)) => set("health_check", json!({"type": "http", "path": path})),
+        (None, None) => {}
+    }
+    if let Some(publish) = &canonical.publish {
         set("publish", json!(publish));
     }
 }

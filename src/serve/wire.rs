@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::Kind;
 use crate::pipeline::live::LiveJob;
 use crate::render::RenderContext;
+use crate::render::canonical::{DEFAULT_CPU_TEXT, DEFAULT_MEMORY_TEXT};
 use crate::status::{self, Short};
 
 /// `messages`: shown by the upstream CLI, info on stdout and warnings on stderr.
@@ -258,8 +259,8 @@ fn sparse(
         ),
         ("emails", job.emails == "none"),
         ("mount", (job.mount == "none") == build_service),
-        ("memory", job.memory == "0.5Gi"),
-        ("cpu", job.cpu == "0.1"),
+        ("memory", job.memory == DEFAULT_MEMORY_TEXT),
+        ("cpu", job.cpu == DEFAULT_CPU_TEXT),
         ("timeout", job.timeout == Some(0)),
         ("retry", job.retry == Some(0)),
         ("replicas", job.replicas == Some(1)),

@@ -1,6 +1,7 @@
 //! What every local cluster contains from the start: the built-in namespaces, the node `local`, the `kubernetes`
 //! service, and the identity ConfigMap `kube-public/toolforge-local-cluster` through which clients (toolforge-jobs) recognise the
-//! local cluster and learn where tools' home directories are (SPEC §10).
+//! local cluster and learn where tools' home directories are (SPEC §10); and, unless turned off, the custom
+//! resource definitions of upstream jobs-api that a Toolforge cluster has (`bootstrap/crds/`).
 
 use std::path::Path;
 
@@ -60,6 +61,33 @@ fn node_status(clock: crate::clock::Clock) -> serde_json::Value {
 }
 
 const BUILT_IN_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// Upstream jobs-api's custom resource definitions, as its chart ships them.
+const UPSTREAM_CRDS: [&str; 2] = [
+    include_str!("bootstrap/crds/continuous-jobs.yaml"),
+    include_str!("bootstrap/crds/scheduled-jobs.yaml"),
+];
+
+/// Creates the upstream definitions that are missing; ones a state file kept are left as they are.
+pub(crate) fn install_upstream_crds(store: &Store) {
+    let crds = resources::crds();
+    for manifest in UPSTREAM_CRDS {
+        let definition: serde_json::Value = match serde_saphyr::from_str(manifest) {
+            Ok(definition) => definition,
+            Err(error) => {
+                tracing::error!(%error, "an upstream custom resource definition does not parse");
+                continue;
+            }
+        };
+        let name = crate::registry::meta::name(&definition).to_owned();
+        if store.get(crds, "", &name).is_some() {
+            continue;
+        }
+        if let Err(error) = ops::create(store, crds, None, definition, &WriteOptions::default()) {
+            tracing::error!(%name, message = %error.message, "cannot install an upstream custom resource definition");
+        }
+    }
+}
 
 /// Creates what is missing; the identity ConfigMap is rewritten at every start so it tells the current truth.
 pub(crate) fn seed(store: &Store, tools_home: Option<&Path>) {

@@ -98,6 +98,10 @@ pub struct Options {
     /// How long an Event lives after its last write (cluster time), as the API server's `--event-ttl`
     /// (1 hour by default).
     pub event_ttl: Duration,
+    /// Whether the cluster has upstream jobs-api's custom resource definitions installed, as a Toolforge cluster
+    /// has (`continuous-jobs` and `scheduled-jobs` in `jobs-api.toolforge.org/v1`); true by default. Definitions
+    /// a state file already holds stay either way.
+    pub upstream_crds: bool,
 }
 
 impl Default for Options {
@@ -112,6 +116,7 @@ impl Default for Options {
             clock_speed: 1.0,
             credentials_dir: None,
             event_ttl: Duration::from_secs(60 * 60),
+            upstream_crds: true,
         }
     }
 }
@@ -232,6 +237,9 @@ impl LocalCluster {
             })
             .transpose()?;
         crate::bootstrap::seed(&store, options.tools_home.as_deref());
+        if options.upstream_crds {
+            crate::bootstrap::install_upstream_crds(&store);
+        }
         let listener = TcpListener::bind(("127.0.0.1", options.port))
             .await
             .map_err(ClusterError::Bind)?;
@@ -468,6 +476,8 @@ pub struct ServeOptions {
     pub controllers: Option<Controllers>,
     /// How fast the cluster's clock runs ([`Options::clock_speed`]); `None` is real time.
     pub clock_speed: Option<f64>,
+    /// Install upstream's jobs-api CRDs ([`Options::upstream_crds`]).
+    pub upstream_crds: bool,
 }
 
 /// Where a cluster serving `state_file` keeps its CA and the owner's token: `state.json` →
@@ -509,6 +519,7 @@ pub async fn serve(
         clock_speed: options
             .clock_speed
             .unwrap_or(Options::default().clock_speed),
+        upstream_crds: options.upstream_crds,
         ..Options::default()
     })
     .await?;

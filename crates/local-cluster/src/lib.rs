@@ -6,7 +6,8 @@
 //! - `registry` is the API machinery under one object [`Store`] with a global resourceVersion: the write
 //!   operations (`registry::ops`, `registry::server_side_apply`, `registry::delete`) with their validation,
 //!   defaulting and admission (LimitRanger and ResourceQuota, `registry::admission`), watches, the garbage
-//!   collector (`registry::gc`), the resource table and the state file.
+//!   collector (`registry::gc`), the resource table with the custom types of custom resource definitions
+//!   (`registry::crd`, `registry::custom`) and the state file.
 //! - `api` is the HTTP server over the registry: routing, discovery, negotiation, tables, watch streams, the
 //!   authentication middleware and the fault injection of tests.
 //! - `controllers` are the Job, TTL-after-finished, CronJob, ReplicaSet and Deployment controllers on a small

@@ -29,9 +29,14 @@ pub(super) fn undesired(
             })
             .map(|(_, live)| live)
             .partition(|live| live.member);
-        // The job's stored record goes with its workload (upstream may have written it without our labels).
+        // The job's stored record goes with its workload (upstream may have written it without our labels); with
+        // a workload that is not ours it stays, whatever its labels say: upstream lists the job by it.
+        let workload_goes = ours.iter().any(|live| live.reference.kind == workload);
+        let no_workload = !objects.contains_key(&workload);
         let records = objects.iter().filter(|(kind, live)| {
-            kind.is_record() && live.owner == Owner::Framework && (live.member || !ours.is_empty())
+            kind.is_record()
+                && live.owner == Owner::Framework
+                && (workload_goes || (no_workload && live.member))
         });
         let ours: Vec<&Live<'_>> = ours
             .iter()

@@ -1,13 +1,14 @@
 //! Discovery: `/version`, the legacy documents (`/api`, `/apis`, `/api/v1`, `/apis/{group}/{version}`) and the
 //! aggregated documents (`apidiscovery.k8s.io` v2 for kubectl ≥ 1.30, v2beta1 for 1.27–1.29), chosen by the
-//! `Accept` header. Everything is generated from the resource registry.
+//! `Accept` header. Everything is generated from the types the cluster serves at the time of the request: the
+//! built-in table and the custom types of the established custom resource definitions.
 
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::registry::api_error::ApiError;
-use crate::registry::resources::{self, RESOURCES, ResourceType};
+use crate::registry::resources::{self, ResourceType};
 
 const FULL_VERBS: &[&str] = &[
     "create",
@@ -136,15 +137,15 @@ fn aggregated_resource(resource: &ResourceType) -> Value {
     entry
 }
 
-fn aggregated_group(group: &str) -> Value {
-    let versions: Vec<Value> = resources::group_versions()
+fn aggregated_group(types: &[&'static ResourceType], group: &str) -> Value {
+    let versions: Vec<Value> = resources::group_versions(types)
         .into_iter()
         .filter(|(g, _)| *g == group)
         .map(|(g, v)| {
-            let resources: Vec<Value> = RESOURCES
+            let resources: Vec<Value> = types
                 .iter()
                 .filter(|r| r.group == g && r.version == v)
-                .map(aggregated_resource)
+                .map(|r| aggregated_resource(r))
                 .collect();
             json!({"version": v, "resources": resources, "freshness": "Current"})
         })
@@ -157,9 +158,9 @@ fn aggregated_group(group: &str) -> Value {
     json!({"metadata": metadata, "versions": versions})
 }
 
-fn named_groups() -> Vec<&'static str> {
+fn named_groups(types: &[&'static ResourceType]) -> Vec<&'static str> {
     let mut groups: Vec<&str> = Vec::new();
-    for (group, _) in resources::group_versions() {
+    for (group, _) in resources::group_versions(types) {
         if !group.is_empty() && !groups.contains(&group) {
             groups.push(group);
         }
@@ -168,9 +169,13 @@ fn named_groups() -> Vec<&'static str> {
 }
 
 /// `GET /api`.
-pub(crate) fn api(headers: &HeaderMap, server_address: &str) -> Response {
+pub(crate) fn api(
+    types: &[&'static ResourceType],
+    headers: &HeaderMap,
+    server_address: &str,
+) -> Response {
     if let Some(version) = negotiate(headers) {
-        return aggregated_response(vec![aggregated_group("")], version);
+        return aggregated_response(vec![aggregated_group(types, "")], version);
     }
     json_response(
         &json!({"kind": "APIVersions", "versions": ["v1"],
@@ -180,17 +185,20 @@ pub(crate) fn api(headers: &HeaderMap, server_address: &str) -> Response {
 }
 
 /// `GET /apis`.
-pub(crate) fn apis(headers: &HeaderMap) -> Response {
+pub(crate) fn apis(types: &[&'static ResourceType], headers: &HeaderMap) -> Response {
     if let Some(version) = negotiate(headers) {
         return aggregated_response(
-            named_groups().into_iter().map(aggregated_group).collect(),
+            named_groups(types)
+                .into_iter()
+                .map(|group| aggregated_group(types, group))
+                .collect(),
             version,
         );
     }
-    let groups: Vec<Value> = named_groups()
+    let groups: Vec<Value> = named_groups(types)
         .into_iter()
         .map(|group| {
-            let versions: Vec<Value> = resources::group_versions()
+            let versions: Vec<Value> = resources::group_versions(types)
                 .into_iter()
                 .filter(|(g, _)| *g == group)
                 .map(|(g, v)| json!({"groupVersion": format!("{g}/{v}"), "version": v}))
@@ -205,11 +213,11 @@ pub(crate) fn apis(headers: &HeaderMap) -> Response {
 }
 
 /// `GET /apis/{group}`.
-pub(crate) fn group(group: &str) -> Response {
-    if !named_groups().contains(&group) {
+pub(crate) fn group(types: &[&'static ResourceType], group: &str) -> Response {
+    if !named_groups(types).contains(&group) {
         return ApiError::path_not_found().into_response();
     }
-    let versions: Vec<Value> = resources::group_versions()
+    let versions: Vec<Value> = resources::group_versions(types)
         .into_iter()
         .filter(|(g, _)| *g == group)
         .map(|(g, v)| json!({"groupVersion": format!("{g}/{v}"), "version": v}))
@@ -221,9 +229,14 @@ pub(crate) fn group(group: &str) -> Response {
 }
 
 /// `GET /api/v1` and `GET /apis/{group}/{version}`: the legacy resource list.
-pub(crate) fn resource_list(group: &str, version: &str) -> Response {
-    let served: Vec<&ResourceType> = RESOURCES
+pub(crate) fn resource_list(
+    types: &[&'static ResourceType],
+    group: &str,
+    version: &str,
+) -> Response {
+    let served: Vec<&ResourceType> = types
         .iter()
+        .copied()
         .filter(|r| r.group == group && r.version == version)
         .collect();
     if served.is_empty() {
@@ -291,12 +304,13 @@ mod tests {
 
     #[test]
     fn aggregated_groups_list_resources_with_subresources() {
-        let batch = aggregated_group("batch");
+        let types: Vec<&'static ResourceType> = resources::RESOURCES.iter().collect();
+        let batch = aggregated_group(&types, "batch");
         let jobs = &batch["versions"][0]["resources"][0];
         assert_eq!(jobs["resource"], "jobs");
         assert_eq!(jobs["subresources"][0]["subresource"], "status");
         assert_eq!(jobs["categories"], json!(["all"]));
-        let core = aggregated_group("");
+        let core = aggregated_group(&types, "");
         assert!(core["metadata"].get("name").is_none());
     }
 }

@@ -38,6 +38,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::registry::api_error::ApiError;
+use crate::registry::resources::ResourceType;
 use crate::registry::store::Store;
 use faults::Faults;
 
@@ -51,6 +52,13 @@ pub(crate) struct ClusterState {
     pub(crate) server_address: Arc<str>,
     pub(crate) pages: Arc<pages::Pages>,
     pub(crate) guard: Arc<crate::api::guard::Guard>,
+}
+
+impl ClusterState {
+    /// The types served right now: the built-in table and the established custom types.
+    fn served(&self) -> Vec<&'static ResourceType> {
+        self.store.read(crate::registry::store::Inner::served)
+    }
 }
 
 fn json(body: &Value) -> Response {
@@ -73,46 +81,64 @@ pub(crate) fn router(state: ClusterState) -> Router {
             "/api",
             get(
                 |State(state): State<ClusterState>, headers: HeaderMap| async move {
-                    discovery::api(&headers, &state.server_address)
+                    discovery::api(&state.served(), &headers, &state.server_address)
                 },
             ),
         )
         .route(
             "/apis",
-            get(|headers: HeaderMap| async move { discovery::apis(&headers) }),
+            get(
+                |State(state): State<ClusterState>, headers: HeaderMap| async move {
+                    discovery::apis(&state.served(), &headers)
+                },
+            ),
         )
         .route(
             "/api/{version}",
             get(
-                |Path(version): Path<String>| async move { discovery::resource_list("", &version) },
+                |State(state): State<ClusterState>, Path(version): Path<String>| async move {
+                    discovery::resource_list(&state.served(), "", &version)
+                },
             ),
         )
         .route(
             "/apis/{group}",
-            get(|Path(group): Path<String>| async move { discovery::group(&group) }),
+            get(
+                |State(state): State<ClusterState>, Path(group): Path<String>| async move {
+                    discovery::group(&state.served(), &group)
+                },
+            ),
         )
         .route(
             "/apis/{group}/{version}",
             get(
-                |Path((group, version)): Path<(String, String)>| async move {
-                    discovery::resource_list(&group, &version)
+                |State(state): State<ClusterState>,
+                 Path((group, version)): Path<(String, String)>| async move {
+                    discovery::resource_list(&state.served(), &group, &version)
                 },
             ),
         )
-        .route("/openapi/v3", get(|| async { json(&openapi::v3_root()) }))
         .route(
-            "/openapi/v3/{*path}",
-            get(|Path(path): Path<String>| async move {
-                match openapi::v3_group(&path) {
-                    Some(document) => json(&document),
-                    None => ApiError::path_not_found().into_response(),
-                }
+            "/openapi/v3",
+            get(|State(state): State<ClusterState>| async move {
+                json(&openapi::v3_root(&state.served()))
             }),
         )
         .route(
+            "/openapi/v3/{*path}",
+            get(
+                |State(state): State<ClusterState>, Path(path): Path<String>| async move {
+                    match openapi::v3_group(&state.served(), &path) {
+                        Some(document) => json(&document),
+                        None => ApiError::path_not_found().into_response(),
+                    }
+                },
+            ),
+        )
+        .route(
             "/openapi/v2",
-            get(|| async {
-                let mut response = openapi::v2_protobuf().into_response();
+            get(|State(state): State<ClusterState>| async move {
+                let mut response = openapi::v2_protobuf(&state.served()).into_response();
                 // kubectl cannot parse the protobuf media type's `@`; a real server answers octet-stream too.
                 response.headers_mut().insert(
                     header::CONTENT_TYPE,

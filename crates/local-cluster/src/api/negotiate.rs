@@ -46,6 +46,19 @@ impl Representation {
             .as_str()
             .map(str::to_owned);
         match self {
+            Representation::Object if resource.is_custom() => {
+                // Items of custom resources keep their kind and apiVersion, as unstructured lists do.
+                let mut list = list;
+                if let Some(items) = list["items"].as_array_mut() {
+                    for item in items {
+                        if let Some(map) = item.as_object_mut() {
+                            map.insert("apiVersion".into(), Value::from(resource.api_version()));
+                            map.insert("kind".into(), Value::from(resource.kind));
+                        }
+                    }
+                }
+                list
+            }
             Representation::Object if resource.view.is_some() => {
                 let mut list = list;
                 if let Some(items) = list["items"].as_array_mut() {

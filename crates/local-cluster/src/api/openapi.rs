@@ -4,11 +4,13 @@
 //! the JSON v3 documents; 1.27 and 1.28 read only the protobuf v2 document, encoded here by hand.
 //!
 //! The documents deliberately do not advertise strategic merge patch, so kubectl computes patches from its
-//! compiled-in types rather than from these schema-less documents.
+//! compiled-in types rather than from these schema-less documents, and falls back to merge patches for custom
+//! resources, as it does on a real cluster. A custom type with a schema also gets its schema as a component,
+//! which is what `kubectl explain` reads.
 
 use serde_json::{Map, Value, json};
 
-use crate::registry::resources::{self, RESOURCES, ResourceType};
+use crate::registry::resources::{self, ResourceType};
 
 fn group_path(group: &str, version: &str) -> String {
     if group.is_empty() {
@@ -47,9 +49,9 @@ fn collection_path(resource: &ResourceType) -> String {
 const HASH: &str = "local";
 
 /// `GET /openapi/v3`.
-pub(crate) fn v3_root() -> Value {
+pub(crate) fn v3_root(types: &[&'static ResourceType]) -> Value {
     let mut paths = Map::new();
-    for (group, version) in resources::group_versions() {
+    for (group, version) in resources::group_versions(types) {
         let path = group_path(group, version);
         paths.insert(
             path.clone(),
@@ -60,15 +62,20 @@ pub(crate) fn v3_root() -> Value {
 }
 
 /// `GET /openapi/v3/{api/v1 | apis/group/version}`.
-pub(crate) fn v3_group(path: &str) -> Option<Value> {
-    let (group, version) = resources::group_versions()
+pub(crate) fn v3_group(types: &[&'static ResourceType], path: &str) -> Option<Value> {
+    let (group, version) = resources::group_versions(types)
         .into_iter()
         .find(|(g, v)| group_path(g, v) == path)?;
     let mut paths = Map::new();
-    for resource in RESOURCES
+    let mut schemas = Map::new();
+    for resource in types
         .iter()
         .filter(|r| r.group == group && r.version == version)
     {
+        if let Some(schema) = resource.custom.and_then(|c| c.schema_source.as_ref()) {
+            let (name, schema) = component(resource, schema);
+            schemas.insert(name, schema);
+        }
         let gvk =
             json!({"group": resource.group, "version": resource.version, "kind": resource.kind});
         let parameters = json!([
@@ -104,8 +111,40 @@ pub(crate) fn v3_group(path: &str) -> Option<Value> {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.33.0"},
         "paths": paths,
-        "components": {"schemas": {}},
+        "components": {"schemas": schemas},
     }))
+}
+
+/// A custom type's schema as an OpenAPI component, named and tagged the way the API server names CRD schemas.
+fn component(resource: &ResourceType, schema: &Value) -> (String, Value) {
+    let mut reversed: Vec<&str> = resource.group.split('.').collect();
+    reversed.reverse();
+    let name = format!(
+        "{}.{}.{}",
+        reversed.join("."),
+        resource.version,
+        resource.kind
+    );
+    let mut schema = schema.clone();
+    if let Some(map) = schema.as_object_mut() {
+        map.insert(
+            "x-kubernetes-group-version-kind".into(),
+            json!([{"group": resource.group, "version": resource.version, "kind": resource.kind}]),
+        );
+        let properties = map.entry("properties").or_insert_with(|| json!({}));
+        if let Some(properties) = properties.as_object_mut() {
+            properties
+                .entry("apiVersion")
+                .or_insert_with(|| json!({"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."}));
+            properties
+                .entry("kind")
+                .or_insert_with(|| json!({"type": "string", "description": "Kind is a string value representing the REST resource this object represents."}));
+            properties
+                .entry("metadata")
+                .or_insert_with(|| json!({"type": "object"}));
+        }
+    }
+    (name, schema)
 }
 
 /// Appends a length-delimited protobuf field.
@@ -134,7 +173,7 @@ fn message(build: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
 }
 
 /// `GET /openapi/v2` as the gnostic `openapi_v2.Document` protobuf (field numbers from `OpenAPIv2.proto`).
-pub(crate) fn v2_protobuf() -> Vec<u8> {
+pub(crate) fn v2_protobuf(types: &[&'static ResourceType]) -> Vec<u8> {
     message(|doc| {
         field(doc, 1, b"2.0");
         field(
@@ -149,7 +188,7 @@ pub(crate) fn v2_protobuf() -> Vec<u8> {
             doc,
             8,
             &message(|paths| {
-                for resource in RESOURCES {
+                for resource in types {
                     let gvk = format!(
                         "group: \"{}\"\nkind: {}\nversion: {}\n",
                         resource.group, resource.kind, resource.version
@@ -194,12 +233,13 @@ mod tests {
 
     #[test]
     fn v3_documents_declare_field_validation_per_kind() {
-        let root = v3_root();
+        let types: Vec<&'static ResourceType> = resources::RESOURCES.iter().collect();
+        let root = v3_root(&types);
         assert_eq!(
             root["paths"]["apis/batch/v1"]["serverRelativeURL"],
             "/openapi/v3/apis/batch/v1?hash=local"
         );
-        let batch = v3_group("apis/batch/v1").expect("served");
+        let batch = v3_group(&types, "apis/batch/v1").expect("served");
         let patch = &batch["paths"]["/apis/batch/v1/namespaces/{namespace}/jobs/{name}"]["patch"];
         assert_eq!(patch["x-kubernetes-group-version-kind"]["kind"], "Job");
         assert!(
@@ -209,7 +249,7 @@ mod tests {
                 .iter()
                 .any(|p| p["name"] == "fieldValidation")
         );
-        assert!(v3_group("apis/nope/v1").is_none());
+        assert!(v3_group(&types, "apis/nope/v1").is_none());
     }
 
     #[test]
@@ -220,7 +260,8 @@ mod tests {
         let mut long = Vec::new();
         varint(&mut long, 300);
         assert_eq!(long, [0xac, 0x02]);
-        let doc = v2_protobuf();
+        let types: Vec<&'static ResourceType> = resources::RESOURCES.iter().collect();
+        let doc = v2_protobuf(&types);
         assert!(doc.windows(15).any(|w| w == b"fieldValidation"));
     }
 }

@@ -1,7 +1,7 @@
 //! Parsing resource URLs (`/api/v1/namespaces/{ns}/pods/{name}/status`, `/apis/batch/v1/jobs`, ...) into the
 //! served type, namespace, name and subresource they address.
 
-use crate::registry::resources::{self, ResourceType};
+use crate::registry::resources::ResourceType;
 
 /// What a resource URL addresses.
 #[derive(Debug, Clone)]
@@ -13,8 +13,12 @@ pub(crate) struct Target {
     pub(crate) subresource: Option<String>,
 }
 
-/// Parses a request path; `None` when it names nothing served.
-pub(crate) fn parse(path: &str) -> Option<Target> {
+/// Parses a request path against the served types (`find` looks one up by group, version and plural); `None`
+/// when it names nothing served.
+pub(crate) fn parse(
+    path: &str,
+    find: impl Fn(&str, &str, &str) -> Option<&'static ResourceType>,
+) -> Option<Target> {
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     let (group, version, rest) = match segments.as_slice() {
         ["api", version, rest @ ..] => ("", *version, rest),
@@ -22,7 +26,7 @@ pub(crate) fn parse(path: &str) -> Option<Target> {
         _ => return None,
     };
     let target = |plural: &str, namespace: Option<&str>, tail: &[&str]| -> Option<Target> {
-        let resource = resources::find(group, version, plural)?;
+        let resource = find(group, version, plural)?;
         if resource.namespaced != namespace.is_some() && !(resource.namespaced && tail.is_empty()) {
             return None;
         }
@@ -41,7 +45,7 @@ pub(crate) fn parse(path: &str) -> Option<Target> {
     };
     match rest {
         ["namespaces", namespace, plural, tail @ ..]
-            if resources::find(group, version, plural).is_some_and(|r| r.namespaced) =>
+            if find(group, version, plural).is_some_and(|r| r.namespaced) =>
         {
             target(plural, Some(namespace), tail)
         }
@@ -53,6 +57,11 @@ pub(crate) fn parse(path: &str) -> Option<Target> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::resources::find;
+
+    fn parse(path: &str) -> Option<Target> {
+        super::parse(path, find)
+    }
 
     #[test]
     fn parses_namespaced_cluster_and_subresource_paths() {

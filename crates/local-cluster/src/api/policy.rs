@@ -1,7 +1,8 @@
 //! The authorization policy, as pure functions of an identity and a request: the owner may do everything; a
-//! tool may do what a Toolforge tool account may in its own namespace `tool-<tool>`, read the ConfigMaps every
-//! tool reads (`kube-public`, where the cluster announces itself, and `tf-public`, Toolforge's image table),
-//! and nothing cluster-wide; every authenticated identity may read discovery and OpenAPI and review its own
+//! tool may do what a Toolforge tool account may in its own namespace `tool-<tool>` (custom resources such as
+//! jobs-api's `continuous-jobs` included, as upstream jobs-api's service account works with them there), read
+//! the ConfigMaps every tool reads (`kube-public`, where the cluster announces itself, and `tf-public`,
+//! Toolforge's image table), and nothing cluster-wide (so no custom resource definitions); every authenticated identity may read discovery and OpenAPI and review its own
 //! access. Denials carry Kubernetes' RBAC wording.
 
 use serde_json::json;
@@ -160,6 +161,14 @@ mod tests {
             (Method::GET, "/openapi/v3/apis/batch/v1"),
             (
                 Method::POST,
+                "/apis/jobs-api.toolforge.org/v1/namespaces/tool-a/continuous-jobs",
+            ),
+            (
+                Method::DELETE,
+                "/apis/jobs-api.toolforge.org/v1/namespaces/tool-a/scheduled-jobs/x",
+            ),
+            (
+                Method::POST,
                 "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
             ),
         ] {
@@ -182,6 +191,18 @@ mod tests {
             (Method::PUT, "/api/v1/namespaces/kube-public/configmaps/x"),
             (Method::GET, "/api/v1/namespaces/kube-public/secrets/x"),
             (Method::GET, "/metrics"),
+            (
+                Method::POST,
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            ),
+            (
+                Method::DELETE,
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/continuous-jobs.jobs-api.toolforge.org",
+            ),
+            (
+                Method::GET,
+                "/apis/jobs-api.toolforge.org/v1/namespaces/tool-b/continuous-jobs",
+            ),
         ] {
             assert!(!allows(&a, &request(&method, uri)), "{method} {uri}");
         }

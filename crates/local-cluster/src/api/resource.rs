@@ -32,7 +32,10 @@ pub(crate) async fn handle(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let Some(target) = path::parse(uri.path()) else {
+    let target = state
+        .store
+        .read(|s| path::parse(uri.path(), |g, v, p| s.find(g, v, p)));
+    let Some(target) = target else {
         return ApiError::path_not_found().into_response();
     };
     let body = match body {
@@ -368,7 +371,7 @@ fn written_response(resource: &ResourceType, written: Written) -> Response {
 
 fn delete_response(resource: &ResourceType, deleted: Deleted, options: &DeleteOptions) -> Response {
     match deleted {
-        Deleted::Gone(object) if resource.plural != "pods" => {
+        Deleted::Gone(object) if !resource.builtin("pods") => {
             let mut details = json!({"name": meta::name(&object), "kind": resource.plural, "uid": meta::uid(&object)});
             if !resource.group.is_empty() {
                 details["group"] = json!(resource.group);

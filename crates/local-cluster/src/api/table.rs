@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use crate::registry::custom::Custom;
 use crate::registry::meta;
 use crate::registry::resources::ResourceType;
 
@@ -47,6 +48,9 @@ type Column = (&'static str, &'static str, u8);
     reason = "one short arm per served type; splitting by type would scatter one table"
 )]
 fn columns(resource: &ResourceType) -> Vec<Column> {
+    if let Some(custom) = resource.custom {
+        return custom_columns(custom);
+    }
     let workload: [Column; 3] = [
         ("Containers", "string", 1),
         ("Images", "string", 1),
@@ -175,6 +179,9 @@ fn age(object: &Value, path: &[&str], now: jiff::Timestamp) -> String {
 /// The cells of `object`'s row, in the order of [`columns`].
 fn cells(resource: &ResourceType, object: &Value, now: jiff::Timestamp) -> Vec<Value> {
     let name = Value::from(meta::name(object));
+    if let Some(custom) = resource.custom {
+        return custom_cells(custom, object, name, now);
+    }
     let created = age(object, &["metadata", "creationTimestamp"], now);
     match resource.plural {
         "pods" => pod_cells(object, name, &created),
@@ -217,6 +224,57 @@ fn cells(resource: &ResourceType, object: &Value, now: jiff::Timestamp) -> Vec<V
         ],
         _ => vec![name, json!(created)],
     }
+}
+
+/// A custom resource's columns: Name, then its `additionalPrinterColumns`, or Age when it declares none.
+fn custom_columns(custom: &'static Custom) -> Vec<Column> {
+    let mut out = vec![("Name", "string", 0)];
+    if custom.columns.is_empty() {
+        out.push(("Age", "date", 0));
+    }
+    out.extend(
+        custom
+            .columns
+            .iter()
+            .map(|c| (c.name.as_str(), c.kind.as_str(), c.priority)),
+    );
+    out
+}
+
+fn custom_cells(custom: &Custom, object: &Value, name: Value, now: jiff::Timestamp) -> Vec<Value> {
+    let mut out = vec![name];
+    if custom.columns.is_empty() {
+        out.push(json!(age(object, &["metadata", "creationTimestamp"], now)));
+    }
+    for column in &custom.columns {
+        let cell = match (json_path(object, &column.json_path), column.kind.as_str()) {
+            (None | Some(Value::Null), _) => Value::Null,
+            (Some(Value::String(at)), "date") => meta::parse_time(at).map_or(Value::Null, |t| {
+                json!(human_duration(now.duration_since(t)))
+            }),
+            (Some(Value::String(text)), _) => json!(text),
+            (Some(value), "string") => json!(value.to_string()),
+            (Some(value), _) => value.clone(),
+        };
+        out.push(cell);
+    }
+    out
+}
+
+/// The value at a simple JSON path (`.status.phase`, `.spec.ports[0].port`, with or without braces).
+fn json_path<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
+    let path = path.trim().trim_start_matches('{').trim_end_matches('}');
+    let mut value = object;
+    for segment in path.split('.').filter(|s| !s.is_empty()) {
+        let (field, indices) = segment.split_once('[').unwrap_or((segment, ""));
+        if !field.is_empty() {
+            value = value.get(field)?;
+        }
+        for index in indices.split('[').filter(|i| !i.is_empty()) {
+            value = value.get(index.trim_end_matches(']').parse::<usize>().ok()?)?;
+        }
+    }
+    Some(value)
 }
 
 /// The container names and images of the pod template under `spec_path`, comma-separated.

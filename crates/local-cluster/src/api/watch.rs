@@ -186,7 +186,7 @@ impl Watch {
             EventType::Modified | EventType::Deleted if before || now => "DELETED",
             _ => return None,
         };
-        if self.representation == Representation::Object && self.resource.view.is_none() {
+        if self.representation == Representation::Object && self.resource.presents_stored() {
             // Many watches send the same object: serialise it once.
             let object = change.json.get_or_init(|| change.object.to_string());
             return Some(Bytes::from(format!(

@@ -32,7 +32,7 @@ impl EventTtl {
 
 impl Reconciler for EventTtl {
     fn keys(&self, change: &Change) -> Vec<Key> {
-        if change.resource.plural == events().plural && change.event != EventType::Deleted {
+        if change.resource.is(events()) && change.event != EventType::Deleted {
             vec![Key::of(&change.object)]
         } else {
             Vec::new()

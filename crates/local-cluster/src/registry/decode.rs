@@ -87,10 +87,18 @@ pub(crate) fn decode(
     }
     map.insert("apiVersion".into(), Value::from(api_version));
     map.insert("kind".into(), Value::from(resource.kind));
-    let mut decoded = (resource.roundtrip)(value.clone()).map_err(|e| cannot_handle(&e))?;
-    crate::registry::quantity::canonicalize_object(&mut decoded).map_err(|e| cannot_handle(&e))?;
-    let mut unknown = Vec::new();
-    unknown_fields(&value, &decoded, "", &mut unknown);
+    // Custom resources stay plain JSON: their schema, not a Rust type, says what they may hold.
+    let (mut decoded, unknown) = if let Some(custom) = resource.custom {
+        let pruned = crate::registry::custom::decode(custom, &mut value);
+        (value, pruned)
+    } else {
+        let mut decoded = (resource.roundtrip)(value.clone()).map_err(|e| cannot_handle(&e))?;
+        crate::registry::quantity::canonicalize_object(&mut decoded)
+            .map_err(|e| cannot_handle(&e))?;
+        let mut unknown = Vec::new();
+        unknown_fields(&value, &decoded, "", &mut unknown);
+        (decoded, unknown)
+    };
     if let Some(view) = resource.view {
         decoded = (view.to_storage)(decoded);
     }

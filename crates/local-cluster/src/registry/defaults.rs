@@ -10,7 +10,12 @@ use crate::registry::resources::ResourceType;
 
 /// Applies the decode-time defaults of the type.
 pub(crate) fn apply(resource: &ResourceType, object: &mut Value) {
+    if resource.is_custom() {
+        // A custom resource's defaults come from its schema, applied when it is decoded.
+        return;
+    }
     match resource.plural {
+        "customresourcedefinitions" => crate::registry::crd::apply_defaults(object),
         "pods" => {
             let spec = map_at(object, &["spec"]);
             pod_spec(spec);
@@ -37,7 +42,15 @@ pub(crate) fn apply(resource: &ResourceType, object: &mut Value) {
 
 /// Create-time preparation after uid and name are known: Job selectors and labels, initial status.
 pub(crate) fn prepare_create(resource: &ResourceType, object: &mut Value) {
+    if resource.is_custom() {
+        // With a status subresource, status is written through it only; without one it is ordinary content.
+        if resource.has_status {
+            meta::remove_at(object, &["status"]);
+        }
+        return;
+    }
     match resource.plural {
+        "customresourcedefinitions" => crate::registry::crd::prepare_create(object),
         "jobs" => job_selector(object),
         "pods" => {
             admit_pod(map_at(object, &["spec"]));

@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::registry::api_error::{ApiError, FieldError};
+use crate::registry::crd::CLEANUP_FINALIZER;
 use crate::registry::meta;
 use crate::registry::ops::{Filter, list_object};
 use crate::registry::resources::{Propagation, ResourceType};
@@ -171,7 +172,7 @@ pub(crate) fn delete_in(
         return Ok(shorten_grace(s, resource, key, current, options));
     }
     let mut object = current.clone();
-    if resource.plural == "namespaces" {
+    if resource.builtin("namespaces") {
         if matches!(key.name.as_str(), "default" | "kube-system" | "kube-public") {
             let mut error = ApiError::forbidden(format!(
                 "namespaces \"{}\" is forbidden: this namespace may not be deleted",
@@ -198,6 +199,10 @@ pub(crate) fn delete_in(
         Propagation::Foreground => finalizers.push(FOREGROUND.to_owned()),
         Propagation::Background => {}
     }
+    let definition = resource.builtin("customresourcedefinitions");
+    if definition && !finalizers.iter().any(|f| f == CLEANUP_FINALIZER) {
+        finalizers.push(CLEANUP_FINALIZER.to_owned());
+    }
     meta::set_finalizers(&mut object, &finalizers);
     if let Some(grace) = pod_grace_period(resource, &object, options) {
         let clock = s.clock();
@@ -222,12 +227,17 @@ pub(crate) fn delete_in(
         )));
     }
     if !finalizers.is_empty() {
+        let now = meta::now(s.clock());
         return Ok(Deleted::Pending(start_deletion(
             s,
             resource,
             object,
             options,
-            |_| {},
+            |o| {
+                if definition {
+                    crate::registry::crd::mark_terminating(o, &now);
+                }
+            },
         )));
     }
     if options.dry_run {
@@ -251,7 +261,7 @@ fn shorten_grace(
         meta::at(&current, &["metadata", "deletionGracePeriodSeconds"]).and_then(Value::as_i64);
     let Some(grace) = options
         .grace_period
-        .filter(|g| resource.plural == "pods" && remaining.is_some_and(|r| *g < r))
+        .filter(|g| resource.builtin("pods") && remaining.is_some_and(|r| *g < r))
     else {
         return Deleted::Pending(current);
     };
@@ -320,7 +330,7 @@ fn start_deletion(
 
 /// The grace period of a pod deletion that must wait for the kubelet, if any.
 fn pod_grace_period(resource: &ResourceType, pod: &Value, options: &DeleteOptions) -> Option<i64> {
-    if resource.plural != "pods" {
+    if !resource.builtin("pods") {
         return None;
     }
     let scheduled = meta::str_at(pod, &["spec", "nodeName"]).is_some_and(|n| !n.is_empty());

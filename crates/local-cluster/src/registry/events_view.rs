@@ -18,11 +18,14 @@ const RENAMES: [(&str, &str); 7] = [
 /// Converts between the storage (core) form and the events.k8s.io form of an object.
 #[derive(Debug)]
 pub(crate) struct View {
+    /// The group of the type whose storage holds the objects.
+    pub(crate) storage_group: &'static str,
     pub(crate) to_storage: fn(Value) -> Value,
     pub(crate) from_storage: fn(Value) -> Value,
 }
 
 pub(crate) static EVENTS: View = View {
+    storage_group: "",
     to_storage: to_core,
     from_storage: from_core,
 };

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::registry::delete::{self, DeleteOptions, FOREGROUND, ORPHAN};
 use crate::registry::meta;
-use crate::registry::resources::{self, Propagation, ResourceType};
+use crate::registry::resources::Propagation;
 use crate::registry::store::{Inner, ObjectKey};
 
 #[derive(Debug)]
@@ -53,7 +53,7 @@ fn plan(s: &Inner) -> Vec<Action> {
         s.all().map(|(k, o)| (meta::uid(o), (k, o))).collect();
     let mut actions = Vec::new();
     for (key, object) in s.all() {
-        plan_dependent(&by_uid, key, object, &mut actions);
+        plan_dependent(s, &by_uid, key, object, &mut actions);
         if meta::is_deleting(object) {
             plan_owner(s, key, object, &mut actions);
         }
@@ -64,23 +64,25 @@ fn plan(s: &Inner) -> Vec<Action> {
 /// Whether an owner reference points at an existing object of the right kind in a compatible namespace.
 /// References to kinds the cluster does not serve count as present: nothing can prove them gone.
 fn owner_present(
+    s: &Inner,
     by_uid: &HashMap<&str, (&ObjectKey, &Value)>,
     dependent: &ObjectKey,
     reference: &Value,
 ) -> bool {
     let api_version = meta::str_at(reference, &["apiVersion"]).unwrap_or_default();
     let kind = meta::str_at(reference, &["kind"]).unwrap_or_default();
-    let Some(owner_type) = resources::by_kind(api_version, kind) else {
+    let Some(owner_type) = s.by_kind(api_version, kind) else {
         return true;
     };
     let uid = meta::str_at(reference, &["uid"]).unwrap_or_default();
     by_uid.get(uid).is_some_and(|(owner_key, _)| {
-        owner_key.plural == owner_type.plural
+        owner_key.is_of(owner_type)
             && (!owner_type.namespaced || owner_key.namespace == dependent.namespace)
     })
 }
 
 fn plan_dependent(
+    s: &Inner,
     by_uid: &HashMap<&str, (&ObjectKey, &Value)>,
     key: &ObjectKey,
     object: &Value,
@@ -92,7 +94,7 @@ fn plan_dependent(
     }
     let live: Vec<Value> = references
         .iter()
-        .filter(|r| owner_present(by_uid, key, r))
+        .filter(|r| owner_present(s, by_uid, key, r))
         .cloned()
         .collect();
     if live.is_empty() {
@@ -148,7 +150,7 @@ fn plan_owner(s: &Inner, key: &ObjectKey, object: &Value, actions: &mut Vec<Acti
         if !blocking {
             actions.push(Action::RemoveFinalizer(key.clone(), FOREGROUND));
         }
-    } else if key.plural == "namespaces" && finalizers.is_empty() {
+    } else if key.group.is_empty() && key.plural == "namespaces" && finalizers.is_empty() {
         let mut contents = s.all().filter(|(k, _)| k.namespace == key.name).peekable();
         if contents.peek().is_none() {
             actions.push(Action::Remove(key.clone()));
@@ -161,14 +163,10 @@ fn plan_owner(s: &Inner, key: &ObjectKey, object: &Value, actions: &mut Vec<Acti
     }
 }
 
-fn type_of(key: &ObjectKey) -> Option<&'static ResourceType> {
-    resources::by_plural(key.plural)
-}
-
 fn execute(s: &mut Inner, action: Action) {
     match action {
         Action::Delete(key, propagation) => {
-            if let Some(resource) = type_of(&key) {
+            if let Some(resource) = s.type_of(&key) {
                 // The object may already be gone through an earlier action of the same sweep; nothing to do then.
                 let _ = delete::delete_in(
                     s,
@@ -179,7 +177,7 @@ fn execute(s: &mut Inner, action: Action) {
             }
         }
         Action::SetOwners(key, owners) => {
-            let (Some(resource), Some(mut object)) = (type_of(&key), s.get(&key).cloned()) else {
+            let (Some(resource), Some(mut object)) = (s.type_of(&key), s.get(&key).cloned()) else {
                 return;
             };
             if owners.is_empty() {
@@ -194,7 +192,7 @@ fn execute(s: &mut Inner, action: Action) {
             s.update(resource, object);
         }
         Action::RemoveFinalizer(key, finalizer) => {
-            let (Some(resource), Some(mut object)) = (type_of(&key), s.get(&key).cloned()) else {
+            let (Some(resource), Some(mut object)) = (s.type_of(&key), s.get(&key).cloned()) else {
                 return;
             };
             let mut finalizers = meta::finalizers(&object);
@@ -207,7 +205,7 @@ fn execute(s: &mut Inner, action: Action) {
             }
         }
         Action::Remove(key) => {
-            if let Some(resource) = type_of(&key) {
+            if let Some(resource) = s.type_of(&key) {
                 s.remove(resource, &key);
             }
         }

@@ -1,7 +1,8 @@
 //! The registry: the object [`store::Store`] and everything a write goes through on its way in — decoding,
 //! defaulting, admission (LimitRanger, ResourceQuota), validation, patches and server-side apply, deletion with
-//! finalizers and propagation, and the garbage collector — plus the resource table, selectors, the API error
-//! type and the optional state file. The API, the controllers and the kubelet all write through [`ops`] and
+//! finalizers and propagation, and the garbage collector — plus the resource table and the custom types that
+//! custom resource definitions add to it (`crd`, `custom`, `structural`), selectors, the API error type and the
+//! optional state file. The API, the controllers and the kubelet all write through [`ops`] and
 //! [`delete`], so every client sees the same resourceVersions, generations and watch events.
 //!
 //! The registry is the bottom layer: it imports only its own modules and the crate's foundations (`clock`,
@@ -10,6 +11,8 @@
 
 mod admission;
 pub(crate) mod api_error;
+mod crd;
+pub(crate) mod custom;
 pub(crate) mod decode;
 mod defaults;
 pub(crate) mod delete;
@@ -25,5 +28,5 @@ pub(crate) mod resources;
 pub(crate) mod selector;
 mod server_side_apply;
 pub(crate) mod store;
-pub(crate) mod structural;
+mod structural;
 mod validation;

@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 
 use crate::registry::admission;
 use crate::registry::api_error::{ApiError, FieldError};
+use crate::registry::custom;
 use crate::registry::decode::{self, FieldValidation};
 use crate::registry::defaults;
 use crate::registry::meta;
@@ -153,9 +154,18 @@ pub(crate) fn insert_new(
         }
         return Err(error);
     }
+    if let Some(custom) = resource.custom
+        && s.get(&ObjectKey::new(resources::crds(), "", custom.definition))
+            .is_some_and(meta::is_deleting)
+    {
+        let mut error = ApiError::method_not_allowed("create", resource);
+        error.message = "create not allowed while custom resource definition is terminating".into();
+        return Err(error);
+    }
     if options.dry_run {
         return Ok(object);
     }
+    custom::to_storage(resource, &mut object);
     Ok(s.create(resource, object))
 }
 
@@ -269,6 +279,14 @@ pub(crate) fn patch(
             )],
         ));
     }
+    if patch_type == PatchType::Strategic && resource.is_custom() {
+        // Custom resources have no Go struct tags to merge lists by, so Kubernetes refuses this patch type.
+        return Err(ApiError::unsupported_media_type(&[
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/apply-patch+yaml",
+        ]));
+    }
     let parsed: Option<Value> = match patch_type {
         PatchType::Json => None,
         PatchType::Apply => Some(server_side_apply::parse_body(body)?),
@@ -293,7 +311,7 @@ pub(crate) fn patch(
             (PatchType::Merge, Some(p)) => patch::merge_patch(&mut target, p),
             (PatchType::Strategic, Some(p)) => patch::strategic_merge(&mut target, p)?,
             (PatchType::Apply, Some(applied)) => {
-                server_side_apply::merge(s, &key, &mut target, applied, options)?;
+                server_side_apply::merge(s, resource, &key, &mut target, applied, options)?;
             }
             _ => {}
         }
@@ -402,12 +420,7 @@ fn apply_update(
     if !errors.is_empty() {
         return Err(ApiError::invalid(resource, &name, &errors));
     }
-    if resource.tracks_generation && old.get("spec") != new.get("spec") {
-        let generation = meta::at(old, &["metadata", "generation"])
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        meta::set_at(&mut new, &["metadata", "generation"], json!(generation + 1));
-    }
+    bump_generation(resource, old, &mut new);
     if options.dry_run {
         return Ok(new);
     }
@@ -417,7 +430,24 @@ fn apply_update(
             .remove_as(resource, &key, Some(new))
             .ok_or_else(|| ApiError::not_found(resource, &name));
     }
+    custom::to_storage(resource, &mut new);
     Ok(s.update(resource, new))
+}
+
+/// Counts a change of what `metadata.generation` tracks: the spec, or for a custom resource everything but
+/// metadata (and status, with a status subresource).
+fn bump_generation(resource: &ResourceType, old: &Value, new: &mut Value) {
+    let counted_change = if resource.is_custom() {
+        custom::changes_generation(resource, old, new)
+    } else {
+        old.get("spec") != new.get("spec")
+    };
+    if resource.tracks_generation && counted_change {
+        let generation = meta::at(old, &["metadata", "generation"])
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        meta::set_at(new, &["metadata", "generation"], json!(generation + 1));
+    }
 }
 
 /// GET of one object.

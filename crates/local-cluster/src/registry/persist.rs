@@ -24,8 +24,8 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::registry::api_error::ApiError;
-use crate::registry::resources::{self, ResourceType};
-use crate::registry::store::{Change, EventType, ObjectKey, Store};
+use crate::registry::meta;
+use crate::registry::store::{Change, EventType, Store};
 
 /// The log is folded into the snapshot once it is larger than the snapshot and than this, so rewriting the
 /// snapshot costs a bounded multiple of what was appended.
@@ -49,8 +49,25 @@ struct Entry {
     object: Value,
 }
 
-/// Restored content: the counter and the objects with their types.
-pub(crate) type Restored = (u64, Vec<(&'static ResourceType, Value)>);
+/// Restored content: the counter and the objects (their types are resolved by the store, which knows the
+/// custom ones only once the definitions are loaded).
+pub(crate) type Restored = (u64, Vec<Value>);
+
+/// Identifies a stored object without knowing its type: the group of its `apiVersion`, its kind (unique in
+/// a group, and objects are stored in one version), namespace and name.
+fn identity(object: &Value) -> (String, String, String, String) {
+    let text = |path: &[&str]| meta::str_at(object, path).unwrap_or_default().to_owned();
+    let api_version = text(&["apiVersion"]);
+    let group = api_version
+        .rsplit_once('/')
+        .map_or(String::new(), |(group, _)| group.to_owned());
+    (
+        group,
+        text(&["kind"]),
+        text(&["metadata", "namespace"]),
+        text(&["metadata", "name"]),
+    )
+}
 
 /// The write-ahead log of a state file: `state.json` → `state.json.log`.
 fn log_path(state_file: &Path) -> PathBuf {
@@ -63,8 +80,7 @@ fn invalid(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> io::Er
     io::Error::new(io::ErrorKind::InvalidData, error)
 }
 
-/// Reads the snapshot and replays the log; nothing at all is an empty state (`None`). Objects of types no longer
-/// served are skipped.
+/// Reads the snapshot and replays the log; nothing at all is an empty state (`None`).
 pub(crate) fn load(path: &Path) -> io::Result<Option<Restored>> {
     let snapshot = match fs::read(path) {
         Ok(text) => Some(serde_json::from_slice::<StateFile>(&text).map_err(invalid)?),
@@ -80,11 +96,10 @@ pub(crate) fn load(path: &Path) -> io::Result<Option<Restored>> {
         return Ok(None);
     }
     let mut resource_version = snapshot.as_ref().map_or(0, |s| s.resource_version);
-    let mut objects: BTreeMap<ObjectKey, (&'static ResourceType, Value)> = snapshot
+    let mut objects: BTreeMap<_, Value> = snapshot
         .into_iter()
         .flat_map(|s| s.objects)
-        .filter_map(|object| resources::of_object(&object).map(|r| (r, object)))
-        .map(|(resource, object)| (ObjectKey::of(resource, &object), (resource, object)))
+        .map(|object| (identity(&object), object))
         .collect();
     let mut lines = log.split(|byte| *byte == b'\n').peekable();
     while let Some(line) = lines.next() {
@@ -104,14 +119,11 @@ pub(crate) fn load(path: &Path) -> io::Result<Option<Restored>> {
             continue;
         }
         resource_version = entry.resource_version;
-        let Some(resource) = resources::of_object(&entry.object) else {
-            continue;
-        };
-        let key = ObjectKey::of(resource, &entry.object);
+        let key = identity(&entry.object);
         if entry.event == EventType::Deleted.as_str() {
             objects.remove(&key);
         } else {
-            objects.insert(key, (resource, entry.object));
+            objects.insert(key, entry.object);
         }
     }
     Ok(Some((resource_version, objects.into_values().collect())))
@@ -361,12 +373,24 @@ mod tests {
         assert!(load(&path).expect("missing is fine").is_none());
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "default"}});
         let unknown = json!({"apiVersion": "x/v1", "kind": "Widget", "metadata": {"name": "w"}});
-        save(&path, 42, vec![cm.clone(), unknown]).expect("saves");
+        save(&path, 42, vec![cm.clone(), unknown.clone()]).expect("saves");
         assert!(!directory.path().join("state.json.tmp").exists());
         let (rv, objects) = load(&path).expect("reads").expect("present");
         assert_eq!(rv, 42);
-        assert_eq!(objects.len(), 1);
-        assert_eq!(objects[0].1, cm);
+        assert_eq!(
+            objects,
+            [cm.clone(), unknown],
+            "types are the store's business"
+        );
+        let store = Store::new(10, crate::clock::Clock::default());
+        store.restore(rv, objects);
+        let configmaps = crate::registry::resources::find("", "v1", "configmaps").expect("served");
+        assert_eq!(store.list(configmaps).len(), 1);
+        assert_eq!(
+            store.read(|s| s.all().count()),
+            1,
+            "objects of types not served are skipped"
+        );
     }
 
     #[test]
@@ -392,10 +416,7 @@ mod tests {
         fs::write(log_path(&path), log).expect("written");
         let (rv, objects) = load(&path).expect("reads").expect("present");
         assert_eq!(rv, 12);
-        let names: Vec<&str> = objects
-            .iter()
-            .map(|(_, o)| crate::registry::meta::name(o))
-            .collect();
+        let names: Vec<&str> = objects.iter().map(crate::registry::meta::name).collect();
         assert_eq!(names, ["new", "old"]);
 
         fs::write(log_path(&path), "not json\n").expect("written");

@@ -2,9 +2,13 @@
 //! needs: URL names, kind, scope, subresources, default deletion propagation and how to decode the type.
 //!
 //! Adding a type means adding one entry to [`RESOURCES`]; discovery, OpenAPI, routing and storage follow.
+//! The types defined by custom resource definitions are not in this table: each cluster's store keeps the ones it
+//! serves (`registry::custom`), and the store's lookups consult both. The free functions here know the built-in
+//! types only.
 
 use serde_json::Value;
 
+use crate::registry::custom::Custom;
 use crate::registry::decode::{RoundTrip, roundtrip};
 use crate::registry::events_view::{EVENTS, View};
 
@@ -30,7 +34,7 @@ pub struct ResourceType {
     pub group: &'static str,
     /// API version inside the group.
     pub version: &'static str,
-    /// Plural lower-case name used in URLs; unique across the served types.
+    /// Plural lower-case name used in URLs; unique within its group.
     pub plural: &'static str,
     /// Singular lower-case name used by discovery.
     pub singular: &'static str,
@@ -53,6 +57,8 @@ pub struct ResourceType {
     pub(crate) roundtrip: RoundTrip,
     /// For a view of another type's storage (events.k8s.io Events), the conversions.
     pub(crate) view: Option<&'static View>,
+    /// For a type defined by a custom resource definition, what the definition says beyond the fields above.
+    pub(crate) custom: Option<&'static Custom>,
 }
 
 impl ResourceType {
@@ -78,10 +84,38 @@ impl ResourceType {
         qualify(self.kind, self.group)
     }
 
-    /// The kind of a list of these objects (`JobList`).
+    /// The kind of a list of these objects (`JobList`, or a custom resource's `spec.names.listKind`).
     #[must_use]
     pub fn list_kind(&self) -> String {
-        format!("{}List", self.kind)
+        match self.custom {
+            Some(custom) => custom.list_kind.to_owned(),
+            None => format!("{}List", self.kind),
+        }
+    }
+
+    /// Whether this is a custom resource, served from a custom resource definition.
+    #[must_use]
+    pub fn is_custom(&self) -> bool {
+        self.custom.is_some()
+    }
+
+    /// Whether this is the built-in type with this plural (built-in plurals are unique apart from views); a
+    /// custom resource may reuse a built-in plural in its own group and must not get that type's behaviour.
+    pub(crate) fn builtin(&self, plural: &str) -> bool {
+        self.custom.is_none() && self.plural == plural
+    }
+
+    /// The group whose storage holds the objects: a view's objects are stored by the type it views.
+    pub(crate) fn storage_group(&self) -> &'static str {
+        self.view.map_or(self.group, |view| view.storage_group)
+    }
+
+    /// Whether stored objects are sent as they are, without conversion to this type's form.
+    pub(crate) fn presents_stored(&self) -> bool {
+        self.view.is_none()
+            && self
+                .custom
+                .is_none_or(|c| c.storage_version == self.version)
     }
 
     /// URL prefix of the group version: `/api/v1` or `/apis/batch/v1`.
@@ -95,16 +129,22 @@ impl ResourceType {
     }
 
     /// The object as clients of this type see it (converted when the type is a view of another's storage).
-    pub(crate) fn present(&self, object: Value) -> Value {
-        match self.view {
-            Some(view) => (view.from_storage)(object),
-            None => object,
+    pub(crate) fn present(&self, mut object: Value) -> Value {
+        if let Some(view) = self.view {
+            return (view.from_storage)(object);
         }
+        if !self.presents_stored()
+            && let Some(map) = object.as_object_mut()
+        {
+            // Versions of a custom resource convert with strategy None: only apiVersion changes.
+            map.insert("apiVersion".into(), Value::from(self.api_version()));
+        }
+        object
     }
 
     /// Whether two types share storage.
     pub(crate) fn is(&self, other: &ResourceType) -> bool {
-        self.plural == other.plural
+        self.plural == other.plural && self.storage_group() == other.storage_group()
     }
 }
 
@@ -137,6 +177,7 @@ macro_rules! resource {
             default_propagation: $prop,
             roundtrip: roundtrip::<$ty>,
             view: None,
+            custom: None,
         }
     };
 }
@@ -145,6 +186,7 @@ use k8s_openapi::api::{
     apps::v1 as apps, batch::v1 as batch, coordination::v1 as coordination, core::v1 as core,
     rbac::v1 as rbac,
 };
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 
 /// Every served type. Order is discovery order.
 pub static RESOURCES: &[ResourceType] = &[
@@ -211,7 +253,12 @@ pub static RESOURCES: &[ResourceType] = &[
         default_propagation: Propagation::Background,
         roundtrip: roundtrip::<k8s_openapi::api::events::v1::Event>,
         view: Some(&EVENTS),
+        custom: None,
     },
+    resource!("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
+        "CustomResourceDefinition", apiextensions::CustomResourceDefinition, namespaced: false,
+        short: &["crd", "crds"], categories: &["api-extensions"], status: true, scale: false, generation: true,
+        propagation: Propagation::Background),
 ];
 
 /// The served type at `group`/`version`/`plural`.
@@ -231,19 +278,25 @@ pub fn by_kind(api_version: &str, kind: &str) -> Option<&'static ResourceType> {
         .find(|r| r.kind == kind && r.api_version() == api_version && r.view.is_none())
 }
 
-/// The served type with this plural name (plural names are unique across the served groups).
-pub(crate) fn by_plural(plural: &str) -> Option<&'static ResourceType> {
+/// The built-in type whose storage holds the objects of `group` and `plural`.
+pub(crate) fn by_plural(group: &str, plural: &str) -> Option<&'static ResourceType> {
     RESOURCES
         .iter()
-        .find(|r| r.plural == plural && r.view.is_none())
+        .find(|r| r.group == group && r.plural == plural && r.view.is_none())
 }
 
-/// The served type for a stored object, from its `apiVersion` and `kind`.
+/// The built-in type for a stored object, from its `apiVersion` and `kind`.
 pub(crate) fn of_object(object: &Value) -> Option<&'static ResourceType> {
     by_kind(
         object.get("apiVersion")?.as_str()?,
         object.get("kind")?.as_str()?,
     )
+}
+
+/// The `CustomResourceDefinition` type, whose objects define the custom types.
+pub(crate) fn crds() -> &'static ResourceType {
+    // Invariant: customresourcedefinitions are in the static registry.
+    find("apiextensions.k8s.io", "v1", "customresourcedefinitions").expect("CRDs are served")
 }
 
 /// Pods, which controllers create, the kubelet runs and admission checks.
@@ -264,10 +317,10 @@ pub(crate) fn jobs() -> &'static ResourceType {
     find("batch", "v1", "jobs").expect("jobs are served")
 }
 
-/// The served group versions, in discovery order, core first.
-pub(crate) fn group_versions() -> Vec<(&'static str, &'static str)> {
+/// The group versions of `types`, in their order (core first, as [`RESOURCES`] starts with it).
+pub(crate) fn group_versions(types: &[&'static ResourceType]) -> Vec<(&'static str, &'static str)> {
     let mut out: Vec<(&str, &str)> = Vec::new();
-    for r in RESOURCES {
+    for r in types {
         if !out.contains(&(r.group, r.version)) {
             out.push((r.group, r.version));
         }
@@ -287,10 +340,13 @@ mod tests {
             }
         }
         assert_eq!(
-            by_plural("events").map(|r| r.group),
+            by_plural("", "events").map(|r| r.group),
             Some(""),
             "storage belongs to the core type"
         );
+        let core_events = find("", "v1", "events").expect("served");
+        let events = find("events.k8s.io", "v1", "events").expect("served");
+        assert!(events.is(core_events), "a view shares its storage");
     }
 
     #[test]

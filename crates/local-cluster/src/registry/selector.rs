@@ -319,6 +319,10 @@ fn supported_field(resource: &ResourceType, field: &str) -> bool {
     if field == "metadata.name" || field == "metadata.namespace" {
         return true;
     }
+    if resource.is_custom() {
+        // Selectable fields of custom resources (`selectableFields`) are not served.
+        return false;
+    }
     let extra: &[&str] = match resource.plural {
         "pods" => &[
             "spec.nodeName",

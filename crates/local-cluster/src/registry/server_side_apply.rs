@@ -56,6 +56,7 @@ pub(crate) fn create(
 /// and no longer applies.
 pub(crate) fn merge(
     s: &Inner,
+    resource: &ResourceType,
     key: &ObjectKey,
     target: &mut Value,
     applied: &Value,
@@ -68,8 +69,16 @@ pub(crate) fn merge(
         }
     }
     let mut applied = applied.clone();
-    if let Some(map) = applied.as_object_mut() {
+    if let Some(map) = applied.as_object_mut()
+        && (resource.has_status || !resource.is_custom())
+    {
         map.remove("status");
+    }
+    if resource.is_custom() {
+        // Without list-type markers in a schema every list of a custom resource is atomic, as a merge patch
+        // treats it.
+        patch::merge_patch(target, &applied);
+        return Ok(());
     }
     patch::strategic_merge(target, &applied)
 }

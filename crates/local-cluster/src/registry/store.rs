@@ -13,10 +13,11 @@ use tokio::sync::broadcast;
 
 use crate::clock::Clock;
 use crate::registry::api_error::ApiError;
+use crate::registry::custom::Types;
 use crate::registry::logs::Logs;
 use crate::registry::meta;
 use crate::registry::persist::Journal;
-use crate::registry::resources::ResourceType;
+use crate::registry::resources::{self, ResourceType};
 
 /// The type of a change, as watch events name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,9 +59,11 @@ pub struct Change {
     pub(crate) json: std::sync::OnceLock<String>,
 }
 
-/// Identifies a stored object.
+/// Identifies a stored object. Plural names are unique only within a group (a custom resource may be called
+/// `jobs`), so the key holds both.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct ObjectKey {
+    pub(crate) group: &'static str,
     pub(crate) plural: &'static str,
     pub(crate) namespace: String,
     pub(crate) name: String,
@@ -69,6 +72,7 @@ pub(crate) struct ObjectKey {
 impl ObjectKey {
     pub(crate) fn new(resource: &'static ResourceType, namespace: &str, name: &str) -> Self {
         ObjectKey {
+            group: resource.storage_group(),
             plural: resource.plural,
             namespace: if resource.namespaced {
                 namespace.to_owned()
@@ -81,6 +85,11 @@ impl ObjectKey {
 
     pub(crate) fn of(resource: &'static ResourceType, object: &Value) -> Self {
         Self::new(resource, meta::namespace(object), meta::name(object))
+    }
+
+    /// Whether the key is an object of `resource` (of any of its versions or views).
+    pub(crate) fn is_of(&self, resource: &ResourceType) -> bool {
+        self.plural == resource.plural && self.group == resource.storage_group()
     }
 }
 
@@ -100,6 +109,8 @@ pub(crate) struct Inner {
     pub(crate) logs: Logs,
     /// The cluster's clock, for writes that stamp a time under the lock.
     clock: Clock,
+    /// The custom types the established custom resource definitions define (kept by `registry::crd`).
+    pub(crate) custom: Types,
 }
 
 impl Inner {
@@ -110,6 +121,48 @@ impl Inner {
 
     pub(crate) fn resource_version(&self) -> u64 {
         self.resource_version
+    }
+
+    /// The served type at `group`/`version`/`plural`, built-in or custom.
+    pub(crate) fn find(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<&'static ResourceType> {
+        resources::find(group, version, plural).or_else(|| self.custom.find(group, version, plural))
+    }
+
+    /// The type for an object's `apiVersion` and `kind`, built-in or custom (views excluded).
+    pub(crate) fn by_kind(&self, api_version: &str, kind: &str) -> Option<&'static ResourceType> {
+        resources::by_kind(api_version, kind).or_else(|| self.custom.by_kind(api_version, kind))
+    }
+
+    /// The type of a stored object from its `apiVersion` and `kind`.
+    pub(crate) fn of_object(&self, object: &Value) -> Option<&'static ResourceType> {
+        self.by_kind(
+            object.get("apiVersion")?.as_str()?,
+            object.get("kind")?.as_str()?,
+        )
+    }
+
+    /// The type whose storage a key belongs to.
+    pub(crate) fn type_of(&self, key: &ObjectKey) -> Option<&'static ResourceType> {
+        resources::by_plural(key.group, key.plural)
+            .or_else(|| self.custom.storage(key.group, key.plural))
+    }
+
+    /// Every served type: the built-in table, then the custom types.
+    pub(crate) fn served(&self) -> Vec<&'static ResourceType> {
+        resources::RESOURCES
+            .iter()
+            .chain(self.custom.served())
+            .collect()
+    }
+
+    /// The changes of the current write so far.
+    pub(crate) fn pending(&self) -> &[Arc<Change>] {
+        &self.pending
     }
 
     pub(crate) fn get(&self, key: &ObjectKey) -> Option<&Value> {
@@ -123,6 +176,7 @@ impl Inner {
         namespace: Option<&'a str>,
     ) -> impl Iterator<Item = &'a Value> + 'a {
         let start = ObjectKey {
+            group: resource.storage_group(),
             plural: resource.plural,
             namespace: namespace.unwrap_or_default().to_owned(),
             name: String::new(),
@@ -130,7 +184,7 @@ impl Inner {
         self.objects
             .range(start..)
             .take_while(move |(k, _)| {
-                k.plural == resource.plural && namespace.is_none_or(|ns| k.namespace == ns)
+                k.is_of(resource) && namespace.is_none_or(|ns| k.namespace == ns)
             })
             .map(|(_, v)| v)
     }
@@ -206,7 +260,7 @@ impl Inner {
     ) -> Option<Value> {
         let stored = self.objects.remove(key)?;
         self.applied.retain(|(k, _), _| k != key);
-        if resource.plural == "pods" && resource.group.is_empty() {
+        if resource.builtin("pods") {
             self.logs.remove_pod(&key.namespace, &key.name);
         }
         let rv = self.next_version();
@@ -299,6 +353,7 @@ impl Store {
                 pending: Vec::new(),
                 logs: Logs::default(),
                 clock,
+                custom: Types::default(),
             })),
             changes,
             journal: Arc::new(OnceLock::new()),
@@ -327,7 +382,10 @@ impl Store {
     ) -> Result<T, ApiError> {
         let mut inner = self.lock();
         let result = f(&mut inner);
+        crate::registry::crd::reconcile(&mut inner);
         crate::registry::gc::collect(&mut inner);
+        // The collector may have removed the last objects of a CustomResourceDefinition being deleted.
+        crate::registry::crd::reconcile(&mut inner);
         crate::registry::admission::refresh_quotas(&mut inner);
         let pending = std::mem::take(&mut inner.pending);
         if !pending.is_empty() {
@@ -426,19 +484,38 @@ impl Store {
         )
     }
 
-    /// Loads objects and the counter from a state file; history starts empty at that version.
-    pub(crate) fn restore(
-        &self,
-        resource_version: u64,
-        objects: Vec<(&'static ResourceType, Value)>,
-    ) {
+    /// Loads objects and the counter from a state file; history starts empty at that version. The
+    /// custom resource definitions are established before their objects are loaded; objects of types no longer
+    /// served are skipped.
+    pub(crate) fn restore(&self, resource_version: u64, objects: Vec<Value>) {
         let mut inner = self.lock();
-        for (resource, object) in objects {
-            inner
-                .objects
-                .insert(ObjectKey::of(resource, &object), object);
+        let mut custom = Vec::new();
+        for object in objects {
+            match resources::of_object(&object) {
+                Some(resource) => {
+                    inner
+                        .objects
+                        .insert(ObjectKey::of(resource, &object), object);
+                }
+                None => custom.push(object),
+            }
         }
         inner.resource_version = inner.resource_version.max(resource_version);
+        crate::registry::crd::establish(&mut inner);
+        for object in custom {
+            if let Some(resource) = inner.of_object(&object) {
+                inner
+                    .objects
+                    .insert(ObjectKey::of(resource, &object), object);
+            } else {
+                tracing::warn!(
+                    api_version = meta::str_at(&object, &["apiVersion"]).unwrap_or_default(),
+                    kind = meta::str_at(&object, &["kind"]).unwrap_or_default(),
+                    name = meta::name(&object),
+                    "skipping a stored object whose type is no longer served"
+                );
+            }
+        }
         inner.compacted = inner.resource_version;
     }
 

@@ -172,6 +172,9 @@ fn annotations_errors(annotations: Option<&Value>) -> Vec<FieldError> {
 
 /// Warnings for names that are valid but not DNS labels, for the types whose names become pod hostnames.
 pub(crate) fn name_warnings(resource: &ResourceType, name: &str) -> Vec<String> {
+    if resource.is_custom() {
+        return Vec::new();
+    }
     let used_as = match resource.plural {
         "pods" => "the Pod's hostname",
         "jobs" | "deployments" | "replicasets" => "Pod names and hostnames",
@@ -193,6 +196,10 @@ pub(crate) fn name_warnings(resource: &ResourceType, name: &str) -> Vec<String> 
 /// Errors of a new object (create), `name` being the final name.
 pub(crate) fn validate_create(resource: &ResourceType, object: &Value) -> Vec<FieldError> {
     let mut errors = metadata(resource, object);
+    if resource.is_custom() {
+        errors.extend(crate::registry::custom::validate(resource, object));
+        return errors;
+    }
     if resource.plural == "cronjobs" {
         let name = meta::name(object);
         if name.len() > 52 {
@@ -228,6 +235,10 @@ pub(crate) fn validate_update(
     new: &Value,
 ) -> Vec<FieldError> {
     let mut errors = metadata(resource, new);
+    if resource.is_custom() {
+        errors.extend(crate::registry::custom::validate(resource, new));
+        return errors;
+    }
     errors.extend(spec(resource, new));
     let immutable: &[&str] = match resource.plural {
         "jobs" => &[
@@ -304,7 +315,7 @@ fn metadata(resource: &ResourceType, object: &Value) -> Vec<FieldError> {
             "metadata.name",
             "name or generateName is required",
         ));
-    } else if matches!(resource.plural, "namespaces" | "services") {
+    } else if resource.builtin("namespaces") || resource.builtin("services") {
         errors.extend(label_name_errors("metadata.name", name));
     } else {
         errors.extend(subdomain_errors("metadata.name", name));
@@ -331,6 +342,7 @@ fn spec(resource: &ResourceType, object: &Value) -> Vec<FieldError> {
         "cronjobs" => cronjob_spec(spec),
         "deployments" | "replicasets" => replicated_spec(spec),
         "configmaps" => config_map_size(object),
+        "customresourcedefinitions" => crate::registry::crd::validate(object),
         _ => Vec::new(),
     }
 }

@@ -55,7 +55,7 @@ fn count_name(resource: &ResourceType) -> String {
 
 /// Events are never counted (the quota system's `ignoredResources`).
 fn counted(resource: &ResourceType) -> bool {
-    resource.plural != "events"
+    !resource.builtin("events")
 }
 
 /// Whether `object` is in the quota's scopes (all of them; a quota without scopes covers everything).
@@ -289,8 +289,9 @@ pub(crate) fn refresh(s: &mut Inner) {
 /// The usage of everything stored in a namespace that is in the quota's scopes.
 fn usage_in_scope(s: &Inner, namespace: &str, quota: &Value) -> Resources {
     let mut totals = Resources::new();
-    for resource in RESOURCES
-        .iter()
+    let stored: Vec<&'static ResourceType> = RESOURCES.iter().chain(s.custom.stored()).collect();
+    for resource in stored
+        .into_iter()
         .filter(|r| r.namespaced && r.view.is_none() && counted(r))
     {
         for object in s

@@ -7,11 +7,6 @@
 //! Knowingly not enforced: `pattern` (the crate has no regular-expression engine), `x-kubernetes-validations`
 //! (CEL) and the string formats other than `date-time`, `date` and `byte`.
 
-#![cfg_attr(
-    not(test),
-    expect(dead_code, reason = "wired by the custom-resource registry")
-)]
-
 mod compile;
 mod prune;
 mod validate;

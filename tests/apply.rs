@@ -179,14 +179,9 @@ async fn upstream_objects_are_adopted_without_a_restart_and_foreign_ones_are_con
     cluster.run(&["apply"]).await.expect_code(0);
 
     // Make `bot` look created by upstream's jobs-api: no inventory, none of our labels or annotations.
-    Api::<ConfigMap>::namespaced(cluster.client.clone(), NAMESPACE)
-        .delete("toolforge-jobs", &DeleteParams::default())
-        .await
-        .unwrap();
-    let strip = json!({"metadata": {"annotations": null, "labels": {
-        "jobs.toolforge.org/inventory": null, "applyset.kubernetes.io/part-of": null}}});
+    cluster.forget_inventory().await;
     let bot = deployments(&cluster)
-        .patch("bot", &PatchParams::default(), &Patch::Merge(strip))
+        .patch("bot", &PatchParams::default(), &support::as_upstream_made())
         .await
         .unwrap();
     // And a Deployment named `nightly-web`, not ours at all.
@@ -303,10 +298,8 @@ async fn prune_leaves_alone_a_recorded_name_whose_object_is_not_ours() {
 
     // `bot` is deleted with upstream's CLI and re-created by it under the same name: framework labels, none of
     // this inventory's. The inventory still records `bot`.
-    let strip = json!({"metadata": {"annotations": null, "labels": {
-        "jobs.toolforge.org/inventory": null, "applyset.kubernetes.io/part-of": null}}});
     let upstream = deployments(&cluster)
-        .patch("bot", &PatchParams::default(), &Patch::Merge(strip))
+        .patch("bot", &PatchParams::default(), &support::as_upstream_made())
         .await
         .unwrap();
     cluster.write_jobs(JOBS.split("- name: bot").next().unwrap());

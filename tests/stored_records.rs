@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::CronJob;
-use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
 };
@@ -225,12 +224,8 @@ async fn jobs_upstream_made_are_adopted_with_their_records_and_others_records_ar
 
     // Make the jobs look made by upstream's jobs-api: no inventory, none of our labels or annotations, and
     // records without labels whose spec sets a default explicitly.
-    Api::<ConfigMap>::namespaced(cluster.client.clone(), NAMESPACE)
-        .delete("toolforge-jobs", &DeleteParams::default())
-        .await
-        .unwrap();
-    let strip = Patch::Merge(json!({"metadata": {"annotations": null, "labels": {
-        "jobs.toolforge.org/inventory": null, "applyset.kubernetes.io/part-of": null}}}));
+    cluster.forget_inventory().await;
+    let strip = support::as_upstream_made();
     let bot_before = deployments(&cluster)
         .patch("bot", &PatchParams::default(), &strip)
         .await

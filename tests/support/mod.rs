@@ -121,6 +121,14 @@ impl Cluster {
         serde_json::from_str(&data["inventory.json"]).expect("the inventory is JSON")
     }
 
+    /// Deletes the inventory ConfigMap of the default set: it no longer knows any job.
+    pub async fn forget_inventory(&self) {
+        Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(self.client.clone(), NAMESPACE)
+            .delete("toolforge-jobs", &kube::api::DeleteParams::default())
+            .await
+            .expect("the inventory exists");
+    }
+
     /// The API requests made since the last reset, as `verb resource` → count, without the watch requests
     /// the controllers make.
     pub fn requests(&self) -> u64 {
@@ -236,6 +244,15 @@ impl Run {
             }
         })
     }
+}
+
+/// The merge patch that makes one of our objects look made by upstream's jobs-api (or `run`): none of our
+/// annotations, none of the inventory's labels.
+pub fn as_upstream_made() -> kube::api::Patch<serde_json::Value> {
+    kube::api::Patch::Merge(
+        serde_json::json!({"metadata": {"annotations": null, "labels": {
+        "jobs.toolforge.org/inventory": null, "applyset.kubernetes.io/part-of": null}}}),
+    )
 }
 
 /// A `toolforge-jobs` child process running in the background (the `watch` daemon, an apply to interrupt) and

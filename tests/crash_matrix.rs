@@ -5,6 +5,8 @@
 //! counts are exact: the one-off's Job was created once and its pod ran once, the inventory records one run,
 //! succeeded, by that Job's UID, the continuous job's Deployment was created once, and `diff` finds nothing to do.
 //!
+//! A bounded randomized kill loop runs beside them, killing at random moments instead of chosen requests.
+//!
 //! `tests/run_protocol.rs` stops the apply with an API error at the next step instead; this file proves the
 //! same with a real kill, where nothing of the dying process (retries, cleanup, the lock's release) runs.
 //!
@@ -245,6 +247,47 @@ async fn killed_at(hold: Hold, at: State) {
             created.jobs,
             BTreeSet::from([uid]),
             "{step}: one Job ever created for `migrate`"
+        );
+        assert_eq!(
+            created.pods.len(),
+            1,
+            "{step}: one pod, one run: {created:?}"
+        );
+        assert_eq!(
+            created.deployments.len(),
+            1,
+            "{step}: one Deployment: {created:?}"
+        );
+    }
+    assert_succeeded(&step, &inventory);
+}
+
+/// A bounded randomized kill loop beside the exact steps: six `apply`s killed (SIGKILL) at random moments, the
+/// requests slowed to 5 ms so that a kill lands anywhere between the first write and the barrier's end; then
+/// `apply` converges with the same exact counts. `KILL_LOOP_SEED` replays a run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn applies_killed_at_random_moments_run_the_one_off_once() {
+    let mut moments = support::KillLoop::new();
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(JOBS);
+    let created = record_creations(&cluster);
+    cluster.local.set_latency(Duration::from_millis(5));
+    for _ in 0..6 {
+        let mut apply = cluster.spawn(&["apply"]);
+        tokio::time::sleep(Duration::from_millis(moments.below(600))).await;
+        apply.kill();
+        let _ = apply.exit_code().await;
+    }
+    cluster.local.set_latency(Duration::ZERO);
+    let step = format!("KILL_LOOP_SEED={}", moments.seed);
+    let (uid, inventory) =
+        converges_with_one_run(&step, &cluster.client, |args| cluster.command(args)).await;
+    {
+        let created = created.lock().unwrap();
+        assert_eq!(
+            created.jobs,
+            BTreeSet::from([uid]),
+            "{step}: one Job ever created"
         );
         assert_eq!(
             created.pods.len(),

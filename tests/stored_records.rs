@@ -330,27 +330,11 @@ async fn a_tool_that_may_not_read_records_applies_as_before_and_is_told_once() {
 /// A bounded randomized kill loop: `apply`s of a changing file are killed (SIGKILL) at random moments (requests slowed
 /// to 5 ms, so a kill lands anywhere among the writes); then one `apply` runs to the end. Every scheduled and
 /// continuous job must end with exactly its record, and nothing else of ours may be left. `KILL_LOOP_SEED`
-/// replays a run; the seed is printed.
+/// replays a run (the seed is in the failure messages).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn applies_killed_at_random_moments_converge_to_one_record_per_job() {
-    let seed: u64 = std::env::var("KILL_LOOP_SEED")
-        .ok()
-        .and_then(|seed| seed.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .subsec_nanos()
-                .into()
-        });
-    eprintln!("KILL_LOOP_SEED={seed}");
-    let mut state: u64 = seed | 1;
-    let mut random = move |below: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % below
-    };
+    let mut moments = support::KillLoop::new();
+    let seed = moments.seed;
     let files = [
         JOBS.to_owned(),
         JOBS.replace("mem: 1Gi", "mem: 2Gi"),
@@ -363,10 +347,10 @@ async fn applies_killed_at_random_moments_converge_to_one_record_per_job() {
     cluster.local.set_latency(Duration::from_millis(5));
     let mut last = 0;
     for _ in 0..8 {
-        last = usize::try_from(random(files.len() as u64)).unwrap();
+        last = usize::try_from(moments.below(files.len() as u64)).unwrap();
         cluster.write_jobs(&files[last]);
         let mut apply = cluster.spawn(&["apply", "--yes", "--allow-mass-delete"]);
-        tokio::time::sleep(Duration::from_millis(random(400))).await;
+        tokio::time::sleep(Duration::from_millis(moments.below(400))).await;
         apply.kill();
         let _ = apply.exit_code().await;
     }

@@ -246,6 +246,40 @@ impl Run {
     }
 }
 
+/// The moments of a bounded randomized kill loop: a xorshift sequence from `KILL_LOOP_SEED`, or from the clock
+/// (a test names the seed in its failure messages, so that a failing run can be replayed).
+pub struct KillLoop {
+    pub seed: u64,
+    state: u64,
+}
+
+impl KillLoop {
+    pub fn new() -> Self {
+        let seed: u64 = std::env::var("KILL_LOOP_SEED")
+            .ok()
+            .and_then(|seed| seed.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .subsec_nanos()
+                    .into()
+            });
+        KillLoop {
+            seed,
+            state: seed | 1,
+        }
+    }
+
+    /// A number in `0..below`.
+    pub fn below(&mut self, below: u64) -> u64 {
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        self.state % below
+    }
+}
+
 /// The merge patch that makes one of our objects look made by upstream's jobs-api (or `run`): none of our
 /// annotations, none of the inventory's labels.
 pub fn as_upstream_made() -> kube::api::Patch<serde_json::Value> {

@@ -390,3 +390,34 @@ async fn applies_killed_at_random_moments_converge_to_one_record_per_job() {
     let diff = cluster.run(&["diff"]).await;
     assert_eq!(diff.code, 0, "seed {seed}: {}{}", diff.stdout, diff.stderr);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_that_may_read_but_not_write_records_still_applies_its_jobs() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(JOBS);
+    cluster
+        .local
+        .inject_fault(Fault::new("create", "continuous-jobs", 403, 100));
+    let apply = cluster.run(&["apply"]).await;
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    assert!(
+        apply
+            .stderr
+            .contains("may not write the stored record ContinuousJob `bot`"),
+        "{}",
+        apply.stderr
+    );
+    assert!(
+        deployments(&cluster)
+            .get_opt("bot")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(spec(&cluster, "ContinuousJob", "bot").await, None);
+    assert_eq!(
+        spec(&cluster, "ScheduledJob", "nightly").await,
+        Some(nightly()),
+        "the other kind is written"
+    );
+}

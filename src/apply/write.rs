@@ -9,7 +9,7 @@ use kube::runtime::wait::{await_condition, conditions};
 use serde_json::{Value, json};
 
 use super::{ActionOutcome, Event, EventKind, Executor, run_now};
-use crate::cluster::{FIELD_MANAGER, api_resource, retry};
+use crate::cluster::{FIELD_MANAGER, api_resource, is_forbidden, retry};
 use crate::model::labels::DESIRED_HASH;
 use crate::plan::{Delete, ObjectKind, PlannedAction, Propagation, Write, WriteVerb};
 
@@ -67,7 +67,24 @@ pub(super) async fn carry_out(
     }
     let mut cron_job = None;
     for write in &action.writes {
-        let written = put(executor, write).await?;
+        let written = match put(executor, write).await {
+            Err(WriteError::Api { source, .. })
+                if write.object.kind.is_record() && is_forbidden(&source) =>
+            {
+                // The tool may read upstream's records but not write them: the job works without its record.
+                executor.progress.event(Event::new(
+                    &action.job,
+                    EventKind::Step,
+                    format!(
+                        "may not write the stored record {:?} `{}`: upstream's `toolforge jobs list` will not \
+                         show the job",
+                        write.object.kind, write.object.name
+                    ),
+                ));
+                continue;
+            }
+            written => written?,
+        };
         match write.object.kind {
             ObjectKind::Job => {
                 outcome.job_uid.clone_from(&written.metadata.uid);
@@ -159,6 +176,18 @@ async fn remove(
         // Gone already, or replaced by somebody else since we listed it (UID precondition): nothing of ours to
         // delete any more.
         Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => false,
+        // A stored record the tool may not delete stays; the job's own objects are what matters.
+        Err(error) if object.kind.is_record() && is_forbidden(&error) => {
+            executor.progress.event(Event::new(
+                &action.job,
+                EventKind::Step,
+                format!(
+                    "may not delete the stored record {:?} `{}`: left as it is",
+                    object.kind, object.name
+                ),
+            ));
+            return Ok(false);
+        }
         Err(source) => return Err(api_error(source)),
     };
     let step = if deleted {

@@ -40,7 +40,7 @@ fn is_conflict(error: &kube::Error) -> bool {
 }
 
 /// Whether a kube error is the API's 403 (RBAC: a tool may not read some object).
-fn is_forbidden(error: &kube::Error) -> bool {
+pub(crate) fn is_forbidden(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 403)
 }
 

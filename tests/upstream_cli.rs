@@ -499,7 +499,7 @@ async fn invalid_jobs_are_refused_with_upstreams_sentences_and_nothing_is_create
     else {
         return;
     };
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 6] = [
         (
             &[
                 "run",
@@ -550,6 +550,29 @@ async fn invalid_jobs_are_refused_with_upstreams_sentences_and_nothing_is_create
                 "61 * * * *",
             ],
             "Unable to parse cron expression",
+        ),
+        (
+            &[
+                "run",
+                "logger",
+                "--image",
+                "tool-mytool/worker:latest",
+                "--command",
+                "worker",
+                "--filelog",
+            ],
+            "File logging is only available with --mount=all",
+        ),
+        (
+            &[
+                "run",
+                "oldhost",
+                "--image",
+                "docker-registry.tools.wmflabs.org/toolforge-php82-sssd-base:latest",
+                "--command",
+                "x",
+            ],
+            "No such image 'docker-registry.tools.wmflabs.org/toolforge-php82-sssd-base:latest'",
         ),
     ];
     let mut failures = Vec::new();
@@ -1322,6 +1345,51 @@ async fn every_success_is_a_json_object_and_every_error_a_list() {
         .request("PUT", &format!("{JOBS}/nope"), &[], b"")
         .await;
     assert_error_list(&wrong_method, 405);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_logging_without_mount_and_image_urls_not_in_the_table_are_refused_in_upstreams_words()
+{
+    let served = Served::with_tokens(script()).await;
+    let cases: [(&[u8], &str); 4] = [
+        (
+            br#"{"name":"logger","imagename":"tool-mytool/worker:latest","cmd":"worker","filelog":true,"job_type":"one-off"}"#,
+            "File logging is only available with --mount=all",
+        ),
+        (
+            br#"{"name":"logger","imagename":"tool-mytool/worker:latest","cmd":"worker","filelog":true,"mount":"none","job_type":"continuous"}"#,
+            "File logging is only available with --mount=all",
+        ),
+        (
+            br#"{"name":"oldhost","imagename":"docker-registry.tools.wmflabs.org/toolforge-php82-sssd-base:latest","cmd":"x","job_type":"scheduled","schedule":"@daily"}"#,
+            "No such image 'docker-registry.tools.wmflabs.org/toolforge-php82-sssd-base:latest'",
+        ),
+        (
+            br#"{"name":"variant","imagename":"docker-registry.svc.toolforge.org/toolforge-python311-sssd-base","cmd":"x","job_type":"one-off"}"#,
+            "No such image 'docker-registry.svc.toolforge.org/toolforge-python311-sssd-base'",
+        ),
+    ];
+    for (body, sentence) in cases {
+        let reply = served.request("POST", JOBS, &[JSON], body).await;
+        assert_eq!(
+            assert_error_list(&reply, 400),
+            [sentence],
+            "{}",
+            String::from_utf8_lossy(body)
+        );
+    }
+    let list = assert_object(
+        &served.request("GET", &format!("{JOBS}/"), &[], b"").await,
+        200,
+    );
+    assert_eq!(list["jobs"], serde_json::json!([]), "nothing is created");
+    // The same job with `mount: all`, and the image by the table's own reference, are accepted.
+    for body in [
+        br#"{"name":"logger","imagename":"tool-mytool/worker:latest","cmd":"worker","filelog":true,"mount":"all","job_type":"one-off"}"#.as_slice(),
+        br#"{"name":"newhost","imagename":"docker-registry.svc.toolforge.org/toolforge-php82-sssd-web:latest","cmd":"x","job_type":"one-off"}"#,
+    ] {
+        assert_object(&served.request("POST", JOBS, &[JSON], body).await, 201);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

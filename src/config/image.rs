@@ -72,8 +72,28 @@ impl ImageTable {
         BUNDLED.clone()
     }
 
-    /// Finds a pre-built image by short name or alias (`python3.11`, `tf-python311`, either with a `:tag`), or
-    /// by registry URL, whose last path component is compared so that old registry hosts still match.
+    /// Finds the pre-built image a jobs file (or an API request) names, as upstream's jobs-api accepts it: a
+    /// short name or alias (`python3.11`, `tf-python311`, either with a `:tag`), or the table's exact registry
+    /// path (`docker-registry.svc.toolforge.org/toolforge-python311-sssd-web`, with a tag or not). Anything else
+    /// is no image, even when it looks like one: another registry host or variant is another image upstream
+    /// refuses ("No such image").
+    pub fn find_written(&self, name: &str) -> Option<(&str, &PrebuiltImage)> {
+        let path = strip_tag(name);
+        self.images
+            .iter()
+            .find(|(short, image)| {
+                if path.contains('/') {
+                    image.image == path
+                } else {
+                    *short == path || image.aliases.iter().any(|alias| alias == path)
+                }
+            })
+            .map(|(short, image)| (short.as_str(), image))
+    }
+
+    /// Finds the pre-built image a live object runs: by short name or alias, or by registry URL, whose last
+    /// path component is compared so that images of old registry hosts and variants, which upstream once
+    /// created, are still recognised. Names a user writes are looked up with [`Self::find_written`].
     pub fn find(&self, name: &str) -> Option<(&str, &PrebuiltImage)> {
         let path = strip_tag(name);
         let last = path.rsplit('/').next().unwrap_or(path);
@@ -353,6 +373,35 @@ mod tests {
         );
         assert_eq!(table.suggestions("bookwrom"), ["bookworm"]);
         assert!(table.suggestions("ubuntu").is_empty());
+    }
+
+    #[test]
+    fn written_names_are_only_short_names_aliases_and_the_tables_exact_paths() {
+        let table = ImageTable::bundled();
+        for name in [
+            "python3.11",
+            "python3.11:latest",
+            "tf-python311",
+            "toolforge-python311-sssd-base",
+            "docker-registry.svc.toolforge.org/toolforge-python311-sssd-web:latest",
+            "docker-registry.svc.toolforge.org/toolforge-python311-sssd-web",
+        ] {
+            assert_eq!(
+                table.find_written(name).map(|(short, _)| short),
+                Some("python3.11"),
+                "{name}"
+            );
+        }
+        for name in [
+            "docker-registry.tools.wmflabs.org/toolforge-python311-sssd-web:latest",
+            "docker-registry.tools.wmflabs.org/toolforge-php82-sssd-base:latest",
+            "docker-registry.svc.toolforge.org/toolforge-python311-sssd-base:latest",
+            "docker-registry.svc.toolforge.org/python3.11",
+            "toolforge/toolforge-python311-sssd-web",
+            "python2.7",
+        ] {
+            assert_eq!(table.find_written(name), None, "{name}");
+        }
     }
 
     #[test]

@@ -24,7 +24,8 @@ pub use diagnostic::{Problem, Severity, SourceFile};
 pub use job::{Job, JobKind, LocatedJob};
 pub use keys::Key;
 pub use validate::{
-    Context, DEFAULT_WAIT_SECONDS, JobNameError, MAX_NAME_LENGTH, check_job_name, is_dns_subdomain,
+    Context, DEFAULT_WAIT_SECONDS, FILELOG_NEEDS_MOUNT, JobNameError, MAX_NAME_LENGTH,
+    check_job_name, is_dns_subdomain,
 };
 
 use fields::span_of;

@@ -536,7 +536,7 @@ mod tests {
         bot.image = "python9.9".to_owned();
         bot.image_name = crate::config::image::ImageName::Prebuilt("python9.9".to_owned());
         let error = canonical(&bot, &context()).unwrap_err();
-        assert_eq!(error.to_string(), "job `bot`: no such image `python9.9`");
+        assert_eq!(error.to_string(), "job `bot`: No such image 'python9.9'");
     }
 
     #[test]

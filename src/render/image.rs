@@ -1,7 +1,7 @@
 //! The full image reference a job's container gets, `host/path:tag[@digest]`, and the way back from a live one.
 //!
-//! Pre-built images are looked up in the context's image table (short name, alias or URL) and get the table's
-//! registry path; build-service images get the Harbor host when they have none. The tag is the one written, else
+//! Pre-built images are looked up in the context's image table as upstream looks them up (short name, alias or the
+//! table's exact registry path) and get the table's registry path; build-service images get the Harbor host when they have none. The tag is the one written, else
 //! `latest`.
 
 use crate::config::Job;
@@ -34,14 +34,12 @@ pub(crate) fn reference(job: &Job, context: &RenderContext) -> Result<String, Re
         }
         ImageName::Prebuilt(written) => {
             let (reference, digest) = split_digest(written);
-            let (_, image) =
-                context
-                    .images
-                    .find(reference)
-                    .ok_or_else(|| RenderError::UnknownImage {
-                        job: job.name.clone(),
-                        image: written.clone(),
-                    })?;
+            let (_, image) = context.images.find_written(reference).ok_or_else(|| {
+                RenderError::UnknownImage {
+                    job: job.name.clone(),
+                    image: written.clone(),
+                }
+            })?;
             let tag = written_tag(reference).unwrap_or("latest");
             Ok(match digest {
                 Some(digest) => format!("{}:{tag}@{digest}", image.image),

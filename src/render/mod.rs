@@ -69,7 +69,7 @@ pub struct Rendered {
 /// Why a job cannot be rendered.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
-    #[error("job `{job}`: no such image `{image}`")]
+    #[error("job `{job}`: No such image '{image}'")]
     UnknownImage { job: String, image: String },
     #[error("job `{job}`: `{field}` cannot be split into words")]
     Command {

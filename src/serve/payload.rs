@@ -183,6 +183,7 @@ fn upstream_sentence(problem: &Problem, request: &NewJob) -> Option<String> {
             "Invalid job name. See the documentation for the naming rules: https://w.wiki/6YL8"
                 .to_owned(),
         ),
+        "jobs::filelog_needs_mount" => Some(config::FILELOG_NEEDS_MOUNT.to_owned()),
         "jobs::mount_none_prebuilt" => {
             Some("Mount type none is only supported for build service images".to_owned())
         }

@@ -124,6 +124,9 @@ fn describe(c: char) -> String {
     }
 }
 
+/// Upstream's sentence for file logging without `mount: all`.
+pub const FILELOG_NEEDS_MOUNT: &str = "File logging is only available with --mount=all";
+
 pub(super) fn check_file_log(
     fields: &Fields<'_>,
     kind: &JobKind,
@@ -156,25 +159,25 @@ pub(super) fn check_file_log(
     if file_log.enabled != Some(true) {
         return;
     }
+    // Upstream's jobs-api refuses file logging without the tool's storage with 400 and these words.
     match mount {
         Some((Mount::None, entry)) => problems.push(
             Problem::error(
                 "jobs::filelog_needs_mount",
                 entry.range(),
-                "file logging requires `mount: all`",
+                FILELOG_NEEDS_MOUNT,
             )
             .with_label("log files live on the tool's storage, which `mount: none` leaves out")
             .with_help("use `mount: all`, or remove `filelog: true`"),
         ),
         None if image.is_some_and(|(_, name)| name.is_build_service()) => {
             if let Some(entry) = fields.get(Key::Filelog) {
-                // Upstream's jobs-api refuses this with 400 and these words: a build-service image mounts
-                // nothing by default, and the log files live on the tool's storage.
+                // A build-service image mounts nothing by default, and the log files live on the tool's storage.
                 problems.push(
                     Problem::error(
                         "jobs::filelog_needs_mount",
                         entry.range(),
-                        "File logging is only available with --mount=all",
+                        FILELOG_NEEDS_MOUNT,
                     )
                     .with_label("needs `mount: all`")
                     .with_help(

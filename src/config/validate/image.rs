@@ -43,46 +43,20 @@ pub(super) fn image(
         }
     };
     if let ImageName::Prebuilt(name) = &image_name {
-        match context.images.find(name) {
-            // A bare name is looked up in the image table, as upstream does; one that is not there cannot run.
-            None if !name.contains('/') => {
-                let suggestions = context.images.suggestions(strip_tag(name));
-                let help = if suggestions.is_empty() {
-                    image_help(context.images)
-                } else {
-                    let listed: Vec<String> = suggestions
-                        .iter()
-                        .map(|short| format!("`{short}`"))
-                        .collect();
-                    format!(
-                        "did you mean {}? {}",
-                        listed.join(" or "),
-                        image_help(context.images)
-                    )
-                };
+        match context.images.find_written(name) {
+            // Upstream's jobs-api refuses any pre-built name its table does not have, in these words.
+            None => {
                 problems.push(
                     Problem::error(
                         "jobs::unknown_image",
                         entry.value_range(),
-                        format!("no such image `{name}`"),
+                        format!("No such image '{name}'"),
                     )
                     .with_label("not a Toolforge image")
-                    .with_help(help),
+                    .with_help(unknown_image_help(name, context.images)),
                 );
                 return None;
             }
-            None => problems.push(
-                Problem::warning(
-                    "jobs::unknown_image",
-                    entry.value_range(),
-                    format!("image `{name}` is not in the known image table"),
-                )
-                .with_label("unknown image")
-                .with_help(format!(
-                    "{}; the cluster's own table decides when the job is applied",
-                    image_help(context.images)
-                )),
-            ),
             Some((short, prebuilt)) if prebuilt.state != ImageState::Stable => problems.push(
                 Problem::warning(
                     DEPRECATED_IMAGE,
@@ -101,6 +75,33 @@ pub(super) fn image(
         }
     }
     Some((text, image_name))
+}
+
+/// What to write instead of an unknown pre-built name: the short name of the image a registry URL of another host
+/// or variant stands for, else the names a mistyped short name probably meant, else the list.
+fn unknown_image_help(name: &str, images: &ImageTable) -> String {
+    if name.contains('/') {
+        return match images.find(name) {
+            Some((short, image)) => format!(
+                "the image table has `{short}` as `{}`, not under this name: write `image: {short}`",
+                image.image
+            ),
+            None => image_help(images),
+        };
+    }
+    let suggestions = images.suggestions(strip_tag(name));
+    if suggestions.is_empty() {
+        return image_help(images);
+    }
+    let listed: Vec<String> = suggestions
+        .iter()
+        .map(|short| format!("`{short}`"))
+        .collect();
+    format!(
+        "did you mean {}? {}",
+        listed.join(" or "),
+        image_help(images)
+    )
 }
 
 fn image_help(images: &ImageTable) -> String {

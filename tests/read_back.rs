@@ -163,6 +163,57 @@ fn a_legacy_new_format_job_with_one_log_file_equals_its_entry() {
 }
 
 #[test]
+fn objects_rendered_before_the_job_template_and_spread_selector_changes_read_back_unchanged() {
+    // Earlier versions wrote the CronJob's `jobTemplate.metadata.labels` and spread pods over the selector labels
+    // with `component`. Neither is part of the job, so such objects are neither an update nor drift after an
+    // upgrade: they keep both until the job next changes.
+    let images = ImageTable::bundled();
+    let validation = config::Context {
+        tool: "mytool",
+        images: &images,
+        count_trigger_files: None,
+    };
+    let file = config::load(
+        SourceFile::new(
+            "jobs.yaml".to_owned(),
+            "- name: nightly\n  command: ./n.sh\n  image: python3.11\n  schedule: '@daily'\n\
+             - name: daemon\n  command: ./d.py\n  image: python3.11\n  continuous: true\n"
+                .to_owned(),
+        ),
+        &validation,
+    )
+    .unwrap();
+    for located in &file.jobs {
+        let rendered = render::objects(&located.job, &context()).unwrap();
+        let mut object = serde_json::to_value(&rendered.workload).unwrap();
+        let labels = object["metadata"]["labels"].clone();
+        let (template, component) = if object["kind"] == "CronJob" {
+            object["spec"]["jobTemplate"]["metadata"] = serde_json::json!({"labels": labels});
+            (
+                &mut object["spec"]["jobTemplate"]["spec"]["template"],
+                "cronjobs",
+            )
+        } else {
+            (&mut object["spec"]["template"], "deployments")
+        };
+        template["spec"]["topologySpreadConstraints"][0]["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] =
+            serde_json::json!(component);
+        let live = render::read_back(&LiveObject::from_json(object).unwrap(), &context()).unwrap();
+        assert_eq!(live.job, rendered.canonical, "{}", located.job.name);
+        assert_eq!(
+            render::desired_hash(&live.job),
+            rendered.desired_hash,
+            "{}",
+            located.job.name
+        );
+        assert_eq!(
+            live.ownership.desired_hash.as_deref(),
+            Some(rendered.desired_hash.as_str())
+        );
+    }
+}
+
+#[test]
 fn a_foreign_object_is_read_but_not_ours() {
     let live = read("foreign-deployment.json");
     assert!(!live.ownership.is_jobs_framework());

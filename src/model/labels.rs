@@ -75,14 +75,15 @@ pub fn component(kind: Kind) -> &'static str {
     }
 }
 
-/// The labels upstream selects a job's objects by (get, delete, topology spread).
+/// The labels upstream selects a job's objects by (get, delete).
 pub fn selector(tool: &str, job: &str, kind: Kind) -> Labels {
     let mut labels = deployment_selector(tool, job);
     labels.insert(COMPONENT.to_owned(), component(kind).to_owned());
     labels
 }
 
-/// The reduced Deployment selector (upstream T409007): only labels a user can never change.
+/// The reduced Deployment selector (upstream T409007): only labels a user can never change. Upstream's pod
+/// topology spread selects the same labels.
 pub fn deployment_selector(tool: &str, job: &str) -> Labels {
     labels([
         (TOOLFORGE, "tool"),

@@ -39,7 +39,8 @@ pub fn template(
     template_annotations: BTreeMap<String, String>,
 ) -> Result<PodTemplateSpec, RenderError> {
     let uid = i64::from(context.uid);
-    let spread_selector = labels::selector(context.tool.as_str(), &job.name, job.kind);
+    // Upstream spreads over the reduced selector labels (no `component`), those of the Deployment selector.
+    let spread_selector = labels::deployment_selector(context.tool.as_str(), &job.name);
     Ok(PodTemplateSpec {
         metadata: Some(ObjectMeta {
             labels: Some(label_sets::workload(context.tool.as_str(), job)),

@@ -92,11 +92,9 @@ pub(crate) fn cron_job(
             successful_jobs_history_limit: Some(1),
             failed_jobs_history_limit: Some(1),
             job_template: JobTemplateSpec {
-                // Upstream deletes a scheduled job's Jobs by label, so they carry the job's labels.
-                metadata: Some(ObjectMeta {
-                    labels: Some(label_sets::workload(context.tool.as_str(), job)),
-                    ..ObjectMeta::default()
-                }),
+                // No metadata, as upstream writes it: a Job created without labels takes its pod template's
+                // (Kubernetes' Job defaulting), so the CronJob's Jobs still carry the job's labels.
+                metadata: None,
                 spec: Some(job_spec(job, template)),
             },
             ..CronJobSpec::default()

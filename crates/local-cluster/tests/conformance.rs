@@ -157,6 +157,8 @@ scenarios! {
     official_client_deletes_with_each_propagation_policy => "workloads.garbage_collection";
     official_client_reads_pod_logs => "workloads.pod_logs";
     official_client_writes_and_selects_events => "workloads.events";
+    official_client_sees_a_pod_run_and_terminate_gracefully => "workloads.pod_lifecycle";
+    official_client_sees_a_crash_loop => "workloads.crash_loop";
     official_client_sees_a_namespace_terminate => "access.namespace_lifecycle";
     official_client_as_a_tool_is_confined_to_its_namespace => "access.tool_is_confined_to_its_namespace";
     #[ignore = "needs trailing-slash paths (the api branch): kr8s asks for /version/"]

@@ -310,3 +310,74 @@ def events():
     assert [e.metadata.name for e in core.list_event_for_all_namespaces(field_selector="involvedObject.kind=ConfigMap").items] == [
         "noted.1"
     ]
+
+
+def pod_lifecycle():
+    """A running pod's status as the kubelet reports it, then graceful deletion: SIGTERM, the pod's own exit, and
+    the DELETED event (reference §3.6, §1.9)."""
+    core = client.CoreV1Api(owner())
+    core.create_namespaced_pod(
+        NAMESPACE, pod("graceful", "trap 'echo terminating; exit 0' TERM; echo up; while true; do sleep 0.1; done")
+    )
+    running = eventually(
+        "the pod to be ready",
+        lambda: (p := core.read_namespaced_pod("graceful", NAMESPACE)).status.phase == "Running"
+        and condition(p, "Ready")
+        and condition(p, "Ready").status == "True"
+        and p,
+    )
+    status = running.status
+    for kind in ["PodScheduled", "Initialized", "ContainersReady", "Ready"]:
+        assert condition(running, kind).status == "True", (kind, status.conditions)
+    assert running.spec.node_name == "local" and status.start_time is not None, status
+    assert status.host_ip and status.pod_ip, status
+    assert status.qos_class == "BestEffort", status.qos_class
+    container_status = status.container_statuses[0]
+    assert container_status.ready and container_status.started and container_status.restart_count == 0
+    assert container_status.state.running.started_at is not None, container_status.state
+    eventually("the first line", lambda: core.read_namespaced_pod_log("graceful", NAMESPACE) == "up\n")
+
+    start = core.list_namespaced_pod(NAMESPACE).metadata.resource_version
+    deleting = core.delete_namespaced_pod("graceful", NAMESPACE)
+    assert isinstance(deleting, client.V1Pod), deleting
+    assert deleting.metadata.deletion_timestamp is not None, deleting.metadata
+    assert deleting.metadata.deletion_grace_period_seconds == 30, deleting.metadata
+    watcher = watch.Watch()
+    kinds = []
+    for event in watcher.stream(
+        core.list_namespaced_pod,
+        NAMESPACE,
+        field_selector="metadata.name=graceful",
+        resource_version=start,
+        timeout_seconds=40,
+    ):
+        kinds.append(event["type"])
+        if event["type"] == "DELETED":
+            watcher.stop()
+            final = event["object"].status.container_statuses[0].state.terminated
+            assert final is not None and final.exit_code == 0, event["object"].status
+            break
+    assert kinds[0] == "MODIFIED" and kinds[-1] == "DELETED", kinds
+
+
+def crash_loop():
+    """A container that keeps exiting 1 under restartPolicy Always: restarts, CrashLoopBackOff between them, never
+    ready, the previous run's log and state kept (reference §3.6)."""
+    core = client.CoreV1Api(owner())
+    core.create_namespaced_pod(NAMESPACE, pod("crasher", "echo attempt; exit 1", restart_policy="Always"))
+
+    def backing_off():
+        found = core.read_namespaced_pod("crasher", NAMESPACE)
+        statuses = found.status.container_statuses or []
+        waiting = statuses and statuses[0].state.waiting
+        return waiting and waiting.reason == "CrashLoopBackOff" and statuses[0].restart_count >= 2 and found
+
+    crashed = eventually("CrashLoopBackOff after two restarts", backing_off)
+    container_status = crashed.status.container_statuses[0]
+    assert crashed.status.phase == "Running", crashed.status.phase
+    assert not container_status.ready and condition(crashed, "Ready").status == "False"
+    assert condition(crashed, "Ready").reason == "ContainersNotReady", condition(crashed, "Ready")
+    assert container_status.state.waiting.message.startswith("back-off "), container_status.state.waiting
+    previous = container_status.last_state.terminated
+    assert previous.exit_code == 1 and previous.reason == "Error", previous
+    assert core.read_namespaced_pod_log("crasher", NAMESPACE, previous=True) == "attempt\n"

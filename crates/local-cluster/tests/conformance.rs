@@ -136,6 +136,7 @@ scenarios! {
     official_client_gets_the_deleted_service_and_quota_back => "api_machinery.deletes_return_the_object_where_kubernetes_does";
     official_client_gets_kubernetes_status_bodies_for_errors => "api_machinery.error_bodies";
     official_client_meets_optimistic_concurrency => "api_machinery.optimistic_concurrency";
+    official_client_transport_meets_decoding_and_field_validation => "api_machinery.decoding_and_field_validation";
     official_client_pages_lists_with_limit_and_continue => "api_machinery.list_paging";
     official_client_filters_with_label_and_field_selectors => "api_machinery.selectors";
     official_client_dry_runs_writes => "api_machinery.dry_run";

@@ -2,6 +2,7 @@
 type, Status bodies, optimistic concurrency, paging, selectors, dry-run, server-side apply, server-set fields."""
 
 import datetime
+import json
 import re
 
 from kubernetes import client, dynamic
@@ -650,3 +651,45 @@ def deletes_return_the_object_where_kubernetes_does():
     )
     deleted = core.delete_namespaced_resource_quota("deleted", NAMESPACE)
     assert isinstance(deleted, client.V1ResourceQuota) and deleted.spec.hard == {"pods": "9"}, deleted
+
+
+def decoding_and_field_validation():
+    """Bodies the typed models cannot express, sent through the client's own transport: unknown fields under each
+    fieldValidation, malformed JSON, a replace of a missing object, a read from the future (reference §1.4–1.7)."""
+    api = owner()
+    core = client.CoreV1Api(api)
+    path = f"{api.configuration.host}/api/v1/namespaces/{NAMESPACE}/configmaps"
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+
+    def request(method, url, body=None):
+        response = api.call_api(method, url, dict(headers), body)
+        response.read()
+        return response.status, json.loads(response.data), response.getheaders()
+
+    def post(query, body):
+        return request("POST", path + query, body)
+
+    extra = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "strict"}, "spec": {"x": 1}}
+    code, body, _ = post("?fieldValidation=Strict", extra)
+    assert code == 400, (code, body)
+    assert_status(
+        body,
+        400,
+        "BadRequest",
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "spec"',
+    )
+    code, body, response_headers = post("", extra)
+    assert code == 201 and body["metadata"]["name"] == "strict" and "spec" not in body, (code, body)
+    assert response_headers.get("Warning") == '299 - "unknown field \\"spec\\""', response_headers
+    extra["metadata"]["name"] = "ignored"
+    code, body, response_headers = post("?fieldValidation=Ignore", extra)
+    assert code == 201 and "Warning" not in response_headers, response_headers
+    code, body, _ = post("", '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": ')
+    assert_status(body, 400, "BadRequest")
+    _, body = api_error(core.replace_namespaced_config_map, "never-made", NAMESPACE, configmap("never-made"))
+    assert_status(body, 404, "NotFound", 'configmaps "never-made" not found')
+    current = int(core.list_namespaced_config_map(NAMESPACE).metadata.resource_version)
+    code, body, _ = request("GET", f"{path}/strict?resourceVersion={current + 1000}")
+    assert_status(body, 504, "Timeout")
+    assert body["message"].startswith(f"Too large resource version: {current + 1000}, current: "), body
+    assert body["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge", body

@@ -125,7 +125,7 @@ macro_rules! scenarios {
 }
 
 scenarios! {
-    #[ignore = "needs trailing-slash paths (the api branch): the client asks for /version/, /api/, /apis/apps/v1/"]
+    #[ignore = "needs trailing-slash paths (the api branch: /version/, /api/, /apis/apps/v1/) and pods/log in /api/v1"]
     official_client_discovers_the_served_groups => "api_machinery.discovery";
     #[ignore = "needs a body without Content-Type read as JSON: the official client sends none on POST/PUT/DELETE"]
     official_client_sends_bodies_without_a_content_type => "api_machinery.bodies_without_a_content_type";

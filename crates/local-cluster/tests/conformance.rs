@@ -165,4 +165,5 @@ scenarios! {
     #[ignore = "needs trailing-slash paths (the api branch): kr8s asks for /version/"]
     kr8s_connects_lists_creates_gets_and_deletes => "other_clients.kr8s_basics";
     lightkube_connects_lists_creates_gets_watches_and_deletes => "other_clients.lightkube_basics";
+    lightkube_runs_a_job_patches_replaces_and_deletes_collections => "other_clients.lightkube_runs_a_job_and_reads_its_log";
 }

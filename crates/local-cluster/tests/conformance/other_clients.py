@@ -3,7 +3,7 @@ an HTTP/2-capable httpx). Each connects with the owner's kubeconfig, lists, crea
 
 import os
 
-from common import NAMESPACE
+from common import NAMESPACE, eventually
 
 
 def kr8s_basics():
@@ -77,3 +77,56 @@ def lightkube_basics():
     else:
         raise AssertionError("a deleted ConfigMap was still there")
     assert list(lk.list(Job)) == []
+
+
+def lightkube_runs_a_job_and_reads_its_log():
+    """lightkube's typed models for Jobs and Pods, its patch types, wait, log, deletecollection and errors."""
+    from lightkube import ApiError, Client, KubeConfig
+    from lightkube.models.batch_v1 import JobSpec
+    from lightkube.models.core_v1 import Container, PodSpec, PodTemplateSpec
+    from lightkube.models.meta_v1 import ObjectMeta
+    from lightkube.resources.batch_v1 import Job
+    from lightkube.resources.core_v1 import ConfigMap, Pod
+    from lightkube.types import CascadeType, PatchType
+
+    lk = Client(config=KubeConfig.from_file(os.environ["CONFORMANCE_KUBECONFIG"]), namespace=NAMESPACE)
+    template = PodTemplateSpec(
+        spec=PodSpec(
+            restartPolicy="Never",
+            containers=[Container(name="main", image="busybox", command=["sh", "-c", "echo one; echo two"])],
+        )
+    )
+    lk.create(Job(metadata=ObjectMeta(name="lk-job"), spec=JobSpec(backoffLimit=0, template=template)))
+    done = lk.wait(Job, "lk-job", for_conditions=["Complete"], raise_for_conditions=["Failed"])
+    assert done.status.succeeded == 1, done.status
+    pods = list(lk.list(Pod, labels={"job-name": "lk-job"}))
+    assert len(pods) == 1 and pods[0].status.phase == "Succeeded", pods
+    assert list(lk.log(pods[0].metadata.name)) == ["one\n", "two\n"]
+    assert list(lk.log(pods[0].metadata.name, tail_lines=1)) == ["two\n"]
+    try:
+        lk.create(Job(metadata=ObjectMeta(name="lk-job"), spec=JobSpec(template=template)))
+    except ApiError as error:
+        assert (error.status.code, error.status.reason) == (409, "AlreadyExists"), error.status
+    else:
+        raise AssertionError("a second Job of the same name was created")
+    try:
+        lk.patch(Job, "lk-job", {"spec": {"template": {"spec": {"restartPolicy": "Always"}}}})
+    except ApiError as error:
+        assert (error.status.code, error.status.reason) == (422, "Invalid"), error.status
+        assert error.status.details.kind == "Job", error.status.details
+    else:
+        raise AssertionError("a Job's template changed")
+    for n in range(3):
+        lk.create(ConfigMap(metadata=ObjectMeta(name=f"lk-{n}", labels={"lk": "yes"}), data={"n": str(n)}))
+    lk.patch(ConfigMap, "lk-0", {"data": {"n": "zero"}}, patch_type=PatchType.MERGE)
+    lk.patch(ConfigMap, "lk-1", [{"op": "add", "path": "/data/m", "value": "x"}], patch_type=PatchType.JSON)
+    current = lk.get(ConfigMap, "lk-2")
+    current.data = {"n": "two"}
+    replaced = lk.replace(current)
+    assert int(replaced.metadata.resourceVersion) > int(current.metadata.resourceVersion)
+    data = {cm.metadata.name: cm.data for cm in lk.list(ConfigMap, labels={"lk": "yes"})}
+    assert data == {"lk-0": {"n": "zero"}, "lk-1": {"n": "1", "m": "x"}, "lk-2": {"n": "two"}}, data
+    lk.deletecollection(ConfigMap)
+    assert list(lk.list(ConfigMap, labels={"lk": "yes"})) == []
+    lk.delete(Job, "lk-job", cascade=CascadeType.FOREGROUND)
+    eventually("the Job and its pod gone", lambda: not list(lk.list(Job)) and not list(lk.list(Pod)))

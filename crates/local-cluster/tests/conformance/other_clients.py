@@ -130,3 +130,50 @@ def lightkube_runs_a_job_and_reads_its_log():
     assert list(lk.list(ConfigMap, labels={"lk": "yes"})) == []
     lk.delete(Job, "lk-job", cascade=CascadeType.FOREGROUND)
     eventually("the Job and its pod gone", lambda: not list(lk.list(Job)) and not list(lk.list(Pod)))
+
+
+def kr8s_scales_a_deployment_and_reads_logs():
+    """kr8s' object helpers: a Deployment waited for and scaled, its pods found by selector and labelled, a pod's
+    log read, and a NotFound turned into its exception."""
+    import kr8s
+    from kr8s.objects import Deployment, Pod
+
+    api = kr8s.api(kubeconfig=os.environ["CONFORMANCE_KUBECONFIG"])
+    web = Deployment(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "kr8s-web", "namespace": NAMESPACE},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": "kr8s-web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "kr8s-web"}},
+                    "spec": {
+                        "containers": [
+                            {"name": "main", "image": "busybox", "command": ["sh", "-c", "echo serving; exec sleep 300"]}
+                        ]
+                    },
+                },
+            },
+        },
+        api=api,
+    )
+    web.create()
+    web.wait("condition=Available", timeout=40)
+    web.scale(2)
+    assert web.replicas == 2
+    eventually("two pods", lambda: len(list(api.get("pods", namespace=NAMESPACE, label_selector={"app": "kr8s-web"}))) == 2)
+    pods = list(api.get("pods", namespace=NAMESPACE, label_selector={"app": "kr8s-web"}))
+    first = pods[0]
+    first.label({"checked": "yes"})
+    assert Pod.get(first.name, namespace=NAMESPACE, api=api).labels["checked"] == "yes"
+    eventually("the pod's output", lambda: Pod.get(first.name, namespace=NAMESPACE, api=api).ready())
+    eventually("the pod's log", lambda: list(first.logs()) == ["serving"])
+    try:
+        Pod.get("missing", namespace=NAMESPACE, api=api)
+    except kr8s.NotFoundError:
+        pass
+    else:
+        raise AssertionError("a missing pod was found")
+    web.delete()

@@ -1109,6 +1109,97 @@ fn updates_write_in_place_with_the_live_uid() {
     assert!(action.deletes.is_empty());
 }
 
+/// An apply that changed `nightly` from scheduled to continuous was killed after it created the Deployment and
+/// before it recorded it: the inventory still says scheduled, and the Deployment carries our labels.
+fn interrupted_kind_change() -> (LiveState, Inventory) {
+    let continuous = jobs(NIGHTLY_CONTINUOUS);
+    let scheduled = jobs(NIGHTLY);
+    let live = LiveState::from_json(live_objects(&continuous[0].1, ours))
+        .unwrap()
+        .serving_records();
+    let mut inventory = Inventory::default();
+    inventory
+        .jobs
+        .insert("nightly".to_owned(), record(&scheduled[0].1));
+    (live, inventory)
+}
+
+#[test]
+fn a_workload_an_interrupted_kind_change_left_is_deleted_not_a_conflict() {
+    let (live, inventory) = interrupted_kind_change();
+    for (file, expected) in [(NIGHTLY, "repair"), (NIGHTLY_CONTINUOUS, "create")] {
+        let plan = plan::compute(&jobs(file), &live, &inventory, &context(), &pruning());
+        let action = &plan.actions[0];
+        assert_eq!(action_name(action.action), expected, "{file}: {action:?}");
+        assert!(action.errors.is_empty(), "{action:?}");
+        let mut deleted: Vec<_> = action
+            .deletes
+            .iter()
+            .map(|delete| delete.object.uid.as_deref().unwrap())
+            .collect();
+        deleted.sort_unstable();
+        if file == NIGHTLY {
+            // Back to scheduled: the Deployment and its record go, the CronJob is made again.
+            assert_eq!(
+                deleted,
+                ["uid-nightly-continuousjob", "uid-nightly-deployment"],
+                "{action:?}"
+            );
+            assert!(
+                action.reason.contains("an interrupted apply left"),
+                "{}",
+                action.reason
+            );
+            assert_eq!(action.writes[0].object.kind, ObjectKind::CronJob);
+        } else {
+            // Still continuous: the Deployment is ours and written over.
+            assert!(deleted.is_empty(), "{action:?}");
+            assert_eq!(action.writes[0].object.kind, ObjectKind::Deployment);
+        }
+    }
+}
+
+#[test]
+fn a_workload_an_interrupted_apply_left_unrecorded_is_pruned_with_its_record() {
+    let (live, _) = interrupted_kind_change();
+    let plan = plan::compute(
+        &jobs(BOT),
+        &live,
+        &Inventory::default(),
+        &context(),
+        &pruning(),
+    );
+    let nightly = plan
+        .actions
+        .iter()
+        .find(|action| action.job == "nightly")
+        .unwrap();
+    assert_eq!(nightly.action, Action::Delete, "{nightly:?}");
+    let mut deleted: Vec<_> = nightly
+        .deletes
+        .iter()
+        .map(|delete| delete.object.uid.as_deref().unwrap())
+        .collect();
+    deleted.sort_unstable();
+    assert_eq!(
+        deleted,
+        ["uid-nightly-continuousjob", "uid-nightly-deployment"]
+    );
+    let plan = plan::compute(
+        &jobs(BOT),
+        &live,
+        &Inventory::default(),
+        &context(),
+        &PlanOptions::default(),
+    );
+    let nightly = plan
+        .actions
+        .iter()
+        .find(|action| action.job == "nightly")
+        .unwrap();
+    assert_eq!(nightly.action, Action::Ignored, "pruning off: {nightly:?}");
+}
+
 #[test]
 fn a_dropped_port_deletes_our_service() {
     let state = State {

@@ -338,6 +338,14 @@ impl ObjectKind {
     pub fn is_record(self) -> bool {
         record_kind(self).is_some()
     }
+
+    /// Whether this is what a job runs as (a Job, CronJob or Deployment).
+    pub fn is_workload(self) -> bool {
+        matches!(
+            self,
+            ObjectKind::Job | ObjectKind::CronJob | ObjectKind::Deployment
+        )
+    }
 }
 
 /// The record kind an object kind is, if it is one.

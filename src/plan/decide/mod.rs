@@ -226,6 +226,53 @@ impl Desired<'_> {
         if let Some(conflict) = self.conflict() {
             return conflict;
         }
+        let mut action = self.own_action();
+        self.remove_leftovers(&mut action);
+        action
+    }
+
+    /// Workloads of ours (labelled as members of this inventory) of a kind neither the file nor the inventory
+    /// gives the job: an apply changing the job's kind was killed after it created the new kind and before it
+    /// recorded it. Nobody else makes such an object, so it is deleted, not reported as a conflict.
+    fn leftovers(&self) -> impl Iterator<Item = &Live<'_>> {
+        let kind = workload_kind(self.kind());
+        let recorded_kind = self.record.map(|record| workload_kind(record.kind));
+        self.objects.iter().filter_map(move |(object_kind, live)| {
+            let leftover = live.member
+                && live.owner == Owner::Framework
+                && *object_kind != kind
+                && Some(*object_kind) != recorded_kind
+                && object_kind.is_workload();
+            leftover.then_some(live)
+        })
+    }
+
+    /// Deletes [`Self::leftovers`] before the action's own writes; an action that holds or refuses its writes
+    /// deletes nothing either.
+    fn remove_leftovers(&self, action: &mut PlannedAction) {
+        if matches!(
+            action.action,
+            Action::Conflict | Action::Held | Action::Ignored
+        ) {
+            return;
+        }
+        for live in self.leftovers() {
+            if action.action == Action::Unchanged {
+                action.action = Action::Repair;
+            }
+            action.reason = format!(
+                "{}; the {:?} an interrupted apply left is deleted",
+                action.reason, live.reference.kind
+            );
+            action.deletes.push(delete(live));
+            action.waits.push(Wait::Deleted {
+                object: live.reference.clone(),
+            });
+        }
+    }
+
+    /// The action for the job's own kind, leftovers of another kind aside.
+    fn own_action(&self) -> PlannedAction {
         let kind = workload_kind(self.kind());
         let recorded_kind = self.record.map(|record| workload_kind(record.kind));
         if let Some(recorded) = recorded_kind
@@ -285,7 +332,8 @@ impl Desired<'_> {
                 Owner::Framework
                     if *object_kind != kind
                         && *object_kind != ObjectKind::Service
-                        && Some(*object_kind) != recorded_kind =>
+                        && Some(*object_kind) != recorded_kind
+                        && !live.member =>
                 {
                     format!(
                         "a {object_kind:?} `{}` outside this inventory exists: the job is {} in the file",

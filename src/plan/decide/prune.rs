@@ -24,8 +24,11 @@ pub(super) fn undesired(
         let (ours, others): (Vec<&Live<'_>>, Vec<&Live<'_>>) = objects
             .iter()
             .filter(|(kind, live)| {
+                // A member workload of another kind was left by an apply killed while changing the job's kind.
                 live.owner == Owner::Framework
-                    && (**kind == workload || **kind == ObjectKind::Service)
+                    && (**kind == workload
+                        || **kind == ObjectKind::Service
+                        || (live.member && kind.is_workload()))
             })
             .map(|(_, live)| live)
             .partition(|live| live.member);
@@ -72,6 +75,9 @@ pub(super) fn undesired(
         action.deletes = deletes;
         return Some(action);
     }
+    if let Some(action) = unrecorded_members(name, objects, options) {
+        return Some(action);
+    }
     let (object_kind, live) = objects
         .iter()
         .find(|(_, live)| live.owner != Owner::Foreign)?;
@@ -89,4 +95,45 @@ pub(super) fn undesired(
             .to_owned(),
     };
     Some(row(name, kind, Action::Ignored, reason))
+}
+
+/// Objects labelled as members of this inventory under a name it has no record of: an apply was killed after
+/// it created them and before it recorded them, and the job has left the file since. Our labels make them ours,
+/// so pruning deletes them like any other job of ours.
+fn unrecorded_members(
+    name: &str,
+    objects: &BTreeMap<ObjectKind, Live<'_>>,
+    options: &PlanOptions,
+) -> Option<PlannedAction> {
+    let members: Vec<&Live<'_>> = objects
+        .values()
+        .filter(|live| live.owner == Owner::Framework && live.member)
+        .collect();
+    let workload = members
+        .iter()
+        .find(|live| live.reference.kind.is_workload())?;
+    let kind = kind_of_object(workload.reference.kind);
+    if !options.prune {
+        return Some(row(
+            name,
+            kind,
+            Action::Ignored,
+            "absent from the file, left unrecorded by an interrupted apply; pruning is off",
+        ));
+    }
+    let mut action = row(
+        name,
+        kind,
+        Action::Delete,
+        "absent from the file, left unrecorded by an interrupted apply",
+    );
+    action.waits = members
+        .iter()
+        .filter(|live| !live.reference.kind.is_record())
+        .map(|live| Wait::Deleted {
+            object: live.reference.clone(),
+        })
+        .collect();
+    action.deletes = members.into_iter().map(delete).collect();
+    Some(action)
 }

@@ -1205,18 +1205,40 @@ async fn events_k8s_io_shares_storage_with_core_events() {
         .await
         .expect("list");
     assert_eq!(by_field.items.len(), 1);
-    let patched = events.patch("e1", &PatchParams::default(), &Patch::Merge(json!({"note": "again", "series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:01.000000Z"}}))).await.expect("patch");
-    assert_eq!(patched.note.as_deref(), Some("again"));
-    assert_eq!(
-        events
-            .list(&ListParams::default())
-            .await
-            .expect("list")
-            .items[0]
-            .note
-            .as_deref(),
-        Some("again")
+    // Through events.k8s.io only the series (and metadata) of an Event may change, as in Kubernetes.
+    let refused = events
+        .patch(
+            "e1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"note": "again"})),
+        )
+        .await
+        .expect_err("the note is immutable");
+    assert!(
+        matches!(&refused, kube::Error::Api(status) if status.code == 422),
+        "{refused:?}"
     );
+    let patched = events
+        .patch(
+            "e1",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:01.000000Z"}}),
+            ),
+        )
+        .await
+        .expect("patch");
+    assert_eq!(patched.series.map(|series| series.count), Some(2));
+    let listed = core.list(&ListParams::default()).await.expect("list");
+    assert_eq!(
+        listed.items[0]
+            .series
+            .as_ref()
+            .and_then(|series| series.count),
+        Some(2),
+        "the core view shares the series"
+    );
+    assert_eq!(listed.items[0].message.as_deref(), Some("started"));
 }
 
 #[tokio::test]

@@ -824,13 +824,11 @@ async fn diff_after_server_side_apply(binary: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs omitempty: a patch's empty annotations map is stored and shown as `annotations: {}`"]
 async fn kubectl_1_27_diff_after_server_side_apply_shows_nothing() {
     diff_after_server_side_apply(&sdk("1.27")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs omitempty: a patch's empty annotations map is stored and shown as `annotations: {}`"]
 async fn kubectl_1_33_diff_after_server_side_apply_shows_nothing() {
     diff_after_server_side_apply(&sdk("1.33")).await;
 }

@@ -129,7 +129,7 @@ pub(crate) fn intern(version: Description) -> &'static ResourceType {
         has_scale: false,
         tracks_generation: true,
         default_propagation: Propagation::Background,
-        roundtrip: Ok,
+        roundtrip: crate::registry::decode::untyped,
         view: None,
         custom: Some(custom),
     }));

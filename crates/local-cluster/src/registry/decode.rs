@@ -1,20 +1,29 @@
-//! Decoding request bodies into stored objects: the typed round trip through the k8s-openapi type that drops
-//! unknown fields (as the real server's typed decoding does) and the `fieldValidation` handling that decides
-//! whether dropped fields are an error, a warning or silently ignored.
+//! Decoding request bodies into stored objects: the typed round trip through the k8s-openapi type (see
+//! [`typed_json`]: Go's errors, canonical quantities, `omitempty`, unknown fields dropped as the real server's
+//! typed decoding drops them) and the `fieldValidation` handling that decides whether dropped fields are an
+//! error, a warning or silently ignored.
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::registry::api_error::ApiError;
 use crate::registry::resources::ResourceType;
+use crate::registry::typed_json::{self, Typed};
 
 /// Deserialises into the type and serialises back, or says why the body does not fit the type.
-pub(crate) type RoundTrip = fn(Value) -> Result<Value, String>;
+pub(crate) type RoundTrip = fn(&Value) -> Result<Typed, String>;
 
-pub(crate) fn roundtrip<K: DeserializeOwned + Serialize>(value: Value) -> Result<Value, String> {
-    let typed: K = serde_json::from_value(value).map_err(|e| e.to_string())?;
-    serde_json::to_value(&typed).map_err(|e| e.to_string())
+pub(crate) use typed_json::roundtrip;
+
+/// The round trip of a type that has no Rust type (custom resources, decoded by their schema instead).
+#[expect(
+    clippy::unnecessary_wraps,
+    reason = "it fills the RoundTrip slot, whose other functions can fail"
+)]
+pub(crate) fn untyped(value: &Value) -> Result<Typed, String> {
+    Ok(Typed {
+        object: value.clone(),
+        unknown: Vec::new(),
+    })
 }
 
 /// The `fieldValidation` query parameter.
@@ -92,12 +101,8 @@ pub(crate) fn decode(
         let pruned = crate::registry::custom::decode(custom, &mut value);
         (value, pruned)
     } else {
-        let mut decoded = (resource.roundtrip)(value.clone()).map_err(|e| cannot_handle(&e))?;
-        crate::registry::quantity::canonicalize_object(&mut decoded)
-            .map_err(|e| cannot_handle(&e))?;
-        let mut unknown = Vec::new();
-        unknown_fields(&value, &decoded, "", &mut unknown);
-        (decoded, unknown)
+        let typed = (resource.roundtrip)(&value).map_err(|e| cannot_handle(&e))?;
+        (typed.object, typed.unknown)
     };
     if let Some(view) = resource.view {
         decoded = (view.to_storage)(decoded);
@@ -119,32 +124,6 @@ pub(crate) fn decode(
             object: decoded,
             warnings: Vec::new(),
         }),
-    }
-}
-
-/// Collects the paths of keys present (and not null) in `input` but missing from `decoded`.
-fn unknown_fields(input: &Value, decoded: &Value, path: &str, out: &mut Vec<String>) {
-    match (input, decoded) {
-        (Value::Object(sent), Value::Object(kept)) => {
-            for (key, value) in sent {
-                let child = if path.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{path}.{key}")
-                };
-                match kept.get(key) {
-                    Some(kept_value) => unknown_fields(value, kept_value, &child, out),
-                    None if value.is_null() => {}
-                    None => out.push(child),
-                }
-            }
-        }
-        (Value::Array(sent), Value::Array(kept)) => {
-            for (i, (a, b)) in sent.iter().zip(kept).enumerate() {
-                unknown_fields(a, b, &format!("{path}[{i}]"), out);
-            }
-        }
-        _ => {}
     }
 }
 

@@ -41,6 +41,10 @@ pub(crate) fn apply(resource: &ResourceType, object: &mut Value) {
 }
 
 /// Create-time preparation after uid and name are known: Job selectors and labels, initial status.
+///
+/// Every type with a status subresource starts with the status its strategy's `PrepareForCreate` sets, whatever
+/// the client sent (a Job exported with its status and created again must not look finished); Nodes are the
+/// one exception Kubernetes makes, as their status is theirs to report.
 pub(crate) fn prepare_create(resource: &ResourceType, object: &mut Value) {
     if resource.is_custom() {
         // With a status subresource, status is written through it only; without one it is ordinary content.
@@ -48,6 +52,10 @@ pub(crate) fn prepare_create(resource: &ResourceType, object: &mut Value) {
             meta::remove_at(object, &["status"]);
         }
         return;
+    }
+    if resource.has_status && !resource.builtin("nodes") {
+        // Go serialises a zero status struct as `{}`, so a fresh object shows `status: {}`.
+        meta::set_at(object, &["status"], json!({}));
     }
     match resource.plural {
         "customresourcedefinitions" => crate::registry::crd::prepare_create(object),
@@ -84,10 +92,6 @@ pub(crate) fn prepare_create(resource: &ResourceType, object: &mut Value) {
         // `replicas` is the one status field Go always writes.
         "replicasets" => {
             meta::set_at(object, &["status"], json!({"replicas": 0}));
-        }
-        // Go serialises a zero status struct as `{}`, so a fresh object shows `status: {}`.
-        _ if resource.has_status => {
-            meta::set_at(object, &["status"], json!({}));
         }
         _ => {}
     }

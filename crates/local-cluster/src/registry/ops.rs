@@ -232,10 +232,16 @@ pub(crate) fn replace(
     }
     store.write(|s| {
         let key = ObjectKey::new(resource, namespace, name);
-        let old = s
-            .get(&key)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(resource, name))?;
+        let Some(old) = s.get(&key).cloned() else {
+            if part == Part::Main && resource.creates_on_update() {
+                return create_on_update(s, resource, &key, new, options).map(|object| Written {
+                    object,
+                    warnings: decoded.warnings,
+                    created: true,
+                });
+            }
+            return Err(ApiError::not_found(resource, name));
+        };
         let object = apply_update(s, resource, &old, new, part, options)?;
         Ok(Written {
             object,
@@ -243,6 +249,25 @@ pub(crate) fn replace(
             created: false,
         })
     })
+}
+
+/// A PUT of a missing object of a type whose strategy allows it (`AllowCreateOnUpdate`) creates the object. The
+/// body's resourceVersion is ignored, as the storage layer clears it; a uid in the body is still a precondition,
+/// which nothing that does not exist can meet.
+fn create_on_update(
+    s: &mut Inner,
+    resource: &'static ResourceType,
+    key: &ObjectKey,
+    mut new: Value,
+    options: &WriteOptions,
+) -> Result<Value, ApiError> {
+    if let Some(sent) = meta::str_at(&new, &["metadata", "uid"]).filter(|u| !u.is_empty()) {
+        return Err(crate::registry::delete::precondition_failed(
+            resource, key, "UID", sent, "",
+        ));
+    }
+    meta::remove_at(&mut new, &["metadata", "resourceVersion"]);
+    insert_new(s, resource, Some(&key.namespace), new, options)
 }
 
 /// PATCH: applies a patch of any flavour (server-side apply creates missing objects).

@@ -1,6 +1,6 @@
 //! Resource quantities (`cpu: 500m`, `memory: 1Gi`) are parsed and stored in their canonical form, as the API
 //! server does (reference §2.2.1): a client reading an object back gets `512Mi` for `0.5Gi` and `1` for `1000m`.
-//! Values are kept exactly, in nano units, and rounded up to nano precision. [`Quantity`] adds and compares them
+//! `typed_json` canonicalises every `Quantity` field of a body as it is decoded. Values are kept exactly, in nano units, and rounded up to nano precision. [`Quantity`] adds and compares them
 //! for LimitRange and ResourceQuota admission.
 
 use serde_json::Value;
@@ -204,52 +204,6 @@ fn render(nano: i128, format: Format) -> String {
     format!("{mantissa}{suffix}")
 }
 
-/// Canonicalises every quantity under `resources.requests`, `resources.limits` and `overhead`, anywhere in the
-/// object. Returns the first invalid quantity's error.
-pub(crate) fn canonicalize_object(value: &mut Value) -> Result<(), String> {
-    walk(value, None, None)
-}
-
-fn walk(value: &mut Value, parent: Option<&str>, key: Option<&str>) -> Result<(), String> {
-    // Container resources and pod overhead; LimitRange items (under `spec.limits`); ResourceQuota hard and used.
-    let holds_quantities = matches!(
-        (parent, key),
-        (Some("resources"), Some("requests" | "limits"))
-            | (_, Some("overhead"))
-            | (
-                Some("limits"),
-                Some("max" | "min" | "default" | "defaultRequest" | "maxLimitRequestRatio")
-            )
-            | (Some("spec" | "status"), Some("hard" | "used"))
-    );
-    match value {
-        Value::Object(map) if holds_quantities => {
-            for quantity in map.values_mut() {
-                let text = match quantity {
-                    Value::String(s) => s.clone(),
-                    Value::Number(n) => n.to_string(),
-                    _ => continue,
-                };
-                *quantity = Value::String(canonicalize(&text)?);
-            }
-            Ok(())
-        }
-        Value::Object(map) => {
-            for (child_key, child) in map.iter_mut() {
-                walk(child, key, Some(child_key))?;
-            }
-            Ok(())
-        }
-        Value::Array(items) => {
-            for item in items {
-                walk(item, parent, key)?;
-            }
-            Ok(())
-        }
-        _ => Ok(()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -305,47 +259,6 @@ mod tests {
         assert_eq!(
             Quantity::from_value(&json!(2)).map(|q| q.to_string()),
             Some("2".into())
-        );
-    }
-
-    #[test]
-    fn limit_range_and_quota_values_are_canonicalised() {
-        let mut limits = json!({"spec": {"limits": [{"type": "Container", "max": {"cpu": "1000m"},
-            "defaultRequest": {"memory": "0.5Gi"}, "maxLimitRequestRatio": {"cpu": "2.0"}}]}});
-        canonicalize_object(&mut limits).expect("valid");
-        assert_eq!(limits["spec"]["limits"][0]["max"]["cpu"], "1");
-        assert_eq!(
-            limits["spec"]["limits"][0]["defaultRequest"]["memory"],
-            "512Mi"
-        );
-        assert_eq!(
-            limits["spec"]["limits"][0]["maxLimitRequestRatio"]["cpu"],
-            "2"
-        );
-        let mut quota = json!({"spec": {"hard": {"requests.memory": "4096Mi", "pods": 10}}});
-        canonicalize_object(&mut quota).expect("valid");
-        assert_eq!(
-            quota["spec"]["hard"],
-            json!({"requests.memory": "4Gi", "pods": "10"})
-        );
-    }
-
-    #[test]
-    fn objects_have_their_container_resources_canonicalised() {
-        let mut job = json!({"spec": {"template": {"spec": {"containers": [{"name": "c",
-            "resources": {"requests": {"cpu": 1, "memory": "0.5Gi"}, "limits": {"memory": "1024Mi"}}}]}}},
-            "metadata": {"labels": {"requests": "0.5Gi"}}});
-        canonicalize_object(&mut job).expect("valid");
-        assert_eq!(
-            job["spec"]["template"]["spec"]["containers"][0]["resources"],
-            json!({"requests": {"cpu": "1", "memory": "512Mi"}, "limits": {"memory": "1Gi"}})
-        );
-        assert_eq!(job["metadata"]["labels"]["requests"], "0.5Gi");
-        let mut bad = json!({"resources": {"limits": {"cpu": "lots"}}});
-        assert!(
-            canonicalize_object(&mut bad)
-                .expect_err("invalid")
-                .starts_with("quantities must match")
         );
     }
 }

@@ -142,6 +142,23 @@ impl ResourceType {
         object
     }
 
+    /// Whether a PUT of a missing object creates it (the strategy's `AllowCreateOnUpdate` in Kubernetes 1.33);
+    /// for the other types it is 404.
+    pub(crate) fn creates_on_update(&self) -> bool {
+        self.custom.is_none()
+            && matches!(
+                (self.storage_group(), self.plural),
+                (
+                    "",
+                    "services" | "endpoints" | "limitranges" | "serviceaccounts" | "events"
+                ) | ("coordination.k8s.io", "leases")
+                    | (
+                        "rbac.authorization.k8s.io",
+                        "clusterroles" | "clusterrolebindings" | "roles" | "rolebindings"
+                    )
+            )
+    }
+
     /// Whether two types share storage.
     pub(crate) fn is(&self, other: &ResourceType) -> bool {
         self.plural == other.plural && self.storage_group() == other.storage_group()

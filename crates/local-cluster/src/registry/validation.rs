@@ -93,7 +93,7 @@ fn labels_errors(field: &str, labels: Option<&Value>) -> Vec<FieldError> {
 const QUALIFIED_NAME: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 
 /// Label and annotation keys: an optional DNS subdomain prefix and `/`, then a name of at most 63 characters.
-fn qualified_name_errors(field: &str, key: &str) -> Vec<FieldError> {
+pub(crate) fn qualified_name_errors(field: &str, key: &str) -> Vec<FieldError> {
     let value = json!(key);
     let parts: Vec<&str> = key.split('/').collect();
     let (prefix, name) = match parts.as_slice() {
@@ -211,6 +211,9 @@ pub(crate) fn validate_create(resource: &ResourceType, object: &Value) -> Vec<Fi
         }
     }
     errors.extend(spec(resource, object));
+    if resource.builtin("events") {
+        errors.extend(crate::registry::event_validation::create(resource, object));
+    }
     if resource.plural == "jobs"
         && meta::at(object, &["spec", "manualSelector"]) != Some(&json!(true))
     {
@@ -240,6 +243,11 @@ pub(crate) fn validate_update(
         return errors;
     }
     errors.extend(spec(resource, new));
+    if resource.builtin("events") {
+        errors.extend(crate::registry::event_validation::update(
+            resource, old, new,
+        ));
+    }
     let immutable: &[&str] = match resource.plural {
         "jobs" => &[
             "template",

@@ -291,8 +291,12 @@ def events():
             message="looked at it",
             type="Warning",
             source=client.V1EventSource(component="conformance"),
-            # Without one, events.k8s.io/v1 shows `eventTime: null`, which this client's model refuses.
+            # Without one, events.k8s.io/v1 shows `eventTime: null`, which this client's model refuses; with one,
+            # Kubernetes requires the reporting fields and an action even through core/v1.
             event_time=datetime.datetime.now(datetime.timezone.utc),
+            reporting_component="conformance",
+            reporting_instance="conformance-1",
+            action="Check",
         ),
     )
     found = core.list_namespaced_event(

@@ -19,10 +19,23 @@ use toolforge_local_cluster::LocalCluster;
 pub(crate) struct Kubectl {
     pub(crate) directory: tempfile::TempDir,
     kubeconfig: PathBuf,
+    binary: PathBuf,
 }
 
 impl Kubectl {
     pub(crate) fn new(cluster: &LocalCluster) -> Self {
+        Self::of_binary(cluster, "kubectl")
+    }
+
+    /// kubectl of one version from the gcloud SDK (`1.27` ... `1.33`).
+    pub(crate) fn of_version(cluster: &LocalCluster, version: &str) -> Self {
+        Self::of_binary(
+            cluster,
+            &format!("/usr/lib/google-cloud-sdk/bin/kubectl.{version}"),
+        )
+    }
+
+    fn of_binary(cluster: &LocalCluster, binary: &str) -> Self {
         let directory = tempfile::tempdir().expect("temp dir");
         let kubeconfig = directory.path().join("kubeconfig");
         cluster
@@ -31,12 +44,13 @@ impl Kubectl {
         Kubectl {
             directory,
             kubeconfig,
+            binary: PathBuf::from(binary),
         }
     }
 
     /// Runs kubectl (which must be installed); returns (success, stdout, stderr).
     pub(crate) async fn run(&self, args: &[&str]) -> (bool, String, String) {
-        let output = Command::new("kubectl")
+        let output = Command::new(&self.binary)
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
             .arg("--cache-dir")

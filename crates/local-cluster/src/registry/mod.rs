@@ -19,6 +19,7 @@ pub(crate) mod delete;
 mod events_view;
 mod gc;
 pub(crate) mod logs;
+mod managed_fields;
 pub(crate) mod meta;
 pub(crate) mod ops;
 pub(crate) mod patch;

@@ -141,7 +141,6 @@ scenarios! {
     official_client_filters_with_label_and_field_selectors => "api_machinery.selectors";
     official_client_dry_runs_writes => "api_machinery.dry_run";
     official_client_server_side_applies => "api_machinery.server_side_apply";
-    #[ignore = "needs server-side apply managedFields and conflicts"]
     official_client_sees_apply_field_managers_and_conflicts => "api_machinery.server_side_apply_field_managers";
     official_client_sees_server_set_fields_and_defaults => "api_machinery.server_set_fields";
     official_watch_delivers_changes_in_order => "watching.events_in_order";

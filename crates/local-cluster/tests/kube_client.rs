@@ -1585,3 +1585,171 @@ async fn deprecated_orphan_dependents_false_answers_202_while_pending() {
     let response = client.send(request).await.expect("sent");
     assert_eq!(response.status().as_u16(), 202);
 }
+
+/// The managers of an object with their operations, in the order the server lists them.
+fn managers(object: &Deployment) -> Vec<(String, String)> {
+    object
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .map(|entry| {
+            (
+                entry.manager.clone().unwrap_or_default(),
+                entry.operation.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// The `fieldsV1` a manager owns.
+fn owned_by(object: &Deployment, manager: &str) -> Value {
+    object
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .find(|entry| entry.manager.as_deref() == Some(manager))
+        .and_then(|entry| entry.fields_v1.as_ref())
+        .map_or(Value::Null, |fields| fields.0.clone())
+}
+
+#[tokio::test]
+async fn server_side_apply_tracks_owners_and_refuses_conflicting_changes() {
+    let (_cluster, client) = start().await;
+    let deployments: Api<Deployment> = Api::default_namespaced(client);
+    let web = |spec: Value| json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": spec});
+    let full = |replicas: i64| {
+        web(
+            json!({"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "main", "image": "busybox", "command": ["sleep", "3600"]}]}}}),
+        )
+    };
+    let alice = PatchParams::apply("alice");
+    let bob = PatchParams::apply("bob");
+    let created = deployments
+        .patch("web", &alice, &Patch::Apply(full(0)))
+        .await
+        .expect("alice creates");
+    assert_eq!(managers(&created), [("alice".into(), "Apply".into())]);
+    assert_eq!(
+        owned_by(&created, "alice")["f:spec"]["f:template"]["f:spec"]["f:containers"],
+        json!({"k:{\"name\":\"main\"}": {".": {}, "f:command": {}, "f:image": {}, "f:name": {}}})
+    );
+
+    let conflict = api_error(
+        deployments
+            .patch("web", &bob, &Patch::Apply(web(json!({"replicas": 2}))))
+            .await
+            .expect_err("bob conflicts with alice"),
+    );
+    assert_eq!(conflict.code, 409);
+    assert_eq!(conflict.reason, "Conflict");
+    assert_eq!(
+        conflict.message,
+        r#"Apply failed with 1 conflict: conflict with "alice": .spec.replicas"#
+    );
+    let causes = conflict.details.expect("details").causes;
+    assert_eq!(causes.len(), 1);
+    assert_eq!(causes[0].reason, "FieldManagerConflict");
+    assert_eq!(causes[0].message, r#"conflict with "alice""#);
+    assert_eq!(causes[0].field, ".spec.replicas");
+
+    // The same value shares ownership; alice dropping the field then leaves it to bob.
+    deployments
+        .patch("web", &bob, &Patch::Apply(web(json!({"replicas": 0}))))
+        .await
+        .expect("same value, no conflict");
+    let mut without_replicas = full(0);
+    without_replicas["spec"]
+        .as_object_mut()
+        .map(|spec| spec.remove("replicas"));
+    let kept = deployments
+        .patch("web", &alice, &Patch::Apply(&without_replicas))
+        .await
+        .expect("alice stops applying replicas");
+    assert_eq!(kept.spec.as_ref().and_then(|s| s.replicas), Some(0));
+    assert!(
+        owned_by(&kept, "alice")["f:spec"]
+            .get("f:replicas")
+            .is_none()
+    );
+    assert_eq!(
+        owned_by(&kept, "bob"),
+        json!({"f:spec": {"f:replicas": {}}})
+    );
+
+    // Forcing takes the field.
+    let forced = deployments
+        .patch(
+            "web",
+            &PatchParams::apply("carol").force(),
+            &Patch::Apply(web(json!({"replicas": 1}))),
+        )
+        .await
+        .expect("forced");
+    assert_eq!(forced.spec.as_ref().and_then(|s| s.replicas), Some(1));
+    assert!(
+        !managers(&forced).contains(&("bob".into(), "Apply".into())),
+        "bob owned nothing else: {:?}",
+        managers(&forced)
+    );
+
+    // Other writes are Update entries of their field manager.
+    let merged = deployments
+        .patch(
+            "web",
+            &PatchParams {
+                field_manager: Some("labeller".into()),
+                ..PatchParams::default()
+            },
+            &Patch::Merge(json!({"metadata": {"labels": {"team": "a"}}})),
+        )
+        .await
+        .expect("merge patch");
+    assert_eq!(
+        owned_by(&merged, "labeller"),
+        json!({"f:metadata": {"f:labels": {".": {}, "f:team": {}}}})
+    );
+    let mut live = deployments.get("web").await.expect("live");
+    live.spec.as_mut().expect("spec").min_ready_seconds = Some(5);
+    let replaced = deployments
+        .replace(
+            "web",
+            &PostParams {
+                field_manager: Some("editor".into()),
+                ..PostParams::default()
+            },
+            &live,
+        )
+        .await
+        .expect("replaced");
+    let entry = replaced
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .find(|entry| entry.manager.as_deref() == Some("editor"))
+        .expect("editor entry");
+    assert_eq!(entry.operation.as_deref(), Some("Update"));
+    assert_eq!(entry.api_version.as_deref(), Some("apps/v1"));
+    assert!(entry.time.is_some());
+    assert_eq!(
+        owned_by(&replaced, "editor"),
+        json!({"f:spec": {"f:minReadySeconds": {}}})
+    );
+    // Now alice's change of a field the editor owns is a conflict naming the editor's apiVersion.
+    let mut raised = without_replicas.clone();
+    raised["spec"]["minReadySeconds"] = json!(9);
+    let conflict = api_error(
+        deployments
+            .patch("web", &alice, &Patch::Apply(&raised))
+            .await
+            .expect_err("conflict with an updater"),
+    );
+    assert_eq!(
+        conflict.message,
+        r#"Apply failed with 1 conflict: conflict with "editor" using apps/v1: .spec.minReadySeconds"#
+    );
+}

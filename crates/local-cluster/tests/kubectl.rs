@@ -832,3 +832,133 @@ async fn kubectl_1_27_diff_after_server_side_apply_shows_nothing() {
 async fn kubectl_1_33_diff_after_server_side_apply_shows_nothing() {
     diff_after_server_side_apply(&sdk("1.33")).await;
 }
+
+/// Server-side apply by two field managers: the conflict kubectl reports, shared ownership, `--force-conflicts`,
+/// and managedFields, which kubectl shows only with `--show-managed-fields`.
+async fn field_managers(binary: &str) {
+    let cluster = LocalCluster::start(Options::default())
+        .await
+        .expect("cluster starts");
+    let kubectl = Kubectl::new(binary, &cluster);
+    let manifest = |replicas: u32| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  replicas: \"{replicas}\"\n"
+        )
+    };
+    let alice = kubectl.file("alice.yaml", &(manifest(1) + "  colour: blue\n"));
+    assert_eq!(
+        kubectl
+            .ok(&[
+                "apply",
+                "--server-side",
+                "--field-manager=alice",
+                "-f",
+                &alice
+            ])
+            .await
+            .trim(),
+        "configmap/settings serverside-applied",
+        "{binary}"
+    );
+    let bob = kubectl.file("bob.yaml", &manifest(3));
+    let refused = kubectl
+        .run(&["apply", "--server-side", "--field-manager=bob", "-f", &bob])
+        .await;
+    assert!(!refused.success, "{binary}: {}", refused.stdout);
+    assert!(
+        refused
+            .stderr
+            .contains(r#"Apply failed with 1 conflict: conflict with "alice": .data.replicas"#)
+            && refused.stderr.contains("--force-conflicts"),
+        "{binary}: {}",
+        refused.stderr
+    );
+    let same = kubectl.file("same.yaml", &manifest(1));
+    kubectl
+        .ok(&["apply", "--server-side", "--field-manager=bob", "-f", &same])
+        .await;
+    kubectl
+        .ok(&[
+            "apply",
+            "--server-side",
+            "--field-manager=bob",
+            "--force-conflicts",
+            "-f",
+            &bob,
+        ])
+        .await;
+    let replicas = kubectl
+        .ok(&[
+            "get",
+            "configmap",
+            "settings",
+            "-o",
+            "jsonpath={.data.replicas}",
+        ])
+        .await;
+    assert_eq!(replicas, "3", "{binary}");
+
+    let plain = kubectl
+        .ok(&["get", "configmap", "settings", "-o", "yaml"])
+        .await;
+    assert!(!plain.contains("managedFields"), "{binary}: {plain}");
+    let shown = kubectl
+        .ok(&[
+            "get",
+            "configmap",
+            "settings",
+            "-o",
+            "yaml",
+            "--show-managed-fields",
+        ])
+        .await;
+    for expected in [
+        "managedFields:",
+        "manager: alice",
+        "manager: bob",
+        "operation: Apply",
+        "fieldsType: FieldsV1",
+        "f:colour: {}",
+        "f:replicas: {}",
+    ] {
+        assert!(shown.contains(expected), "{binary}: {expected} in {shown}");
+    }
+    let alice_entry = shown
+        .split("- apiVersion: v1")
+        .find(|entry| entry.contains("manager: alice"))
+        .expect("alice's entry");
+    assert!(
+        !alice_entry.contains("f:replicas"),
+        "{binary}: bob took the field: {alice_entry}"
+    );
+
+    // kubectl's own writes are Update entries of the manager it names.
+    kubectl
+        .ok(&["label", "configmap", "settings", "team=a"])
+        .await;
+    let labelled = kubectl
+        .ok(&[
+            "get",
+            "configmap",
+            "settings",
+            "-o",
+            "yaml",
+            "--show-managed-fields",
+        ])
+        .await;
+    assert!(
+        labelled.contains("manager: kubectl-label") && labelled.contains("operation: Update"),
+        "{binary}: {labelled}"
+    );
+    cluster.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_27_server_side_apply_reports_conflicts_and_shows_managed_fields() {
+    field_managers(&sdk("1.27")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_33_server_side_apply_reports_conflicts_and_shows_managed_fields() {
+    field_managers(&sdk("1.33")).await;
+}

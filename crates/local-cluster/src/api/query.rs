@@ -84,6 +84,7 @@ impl Query {
             field_validation: FieldValidation::parse(self.get("fieldValidation"))?,
             field_manager,
             force,
+            ..WriteOptions::default()
         })
     }
 }

@@ -17,7 +17,7 @@ use crate::api::protobuf::{self, ProtobufError};
 use crate::registry::api_error::{ApiError, FieldError};
 use crate::registry::delete::{self, DeleteOptions, Deleted};
 use crate::registry::meta;
-use crate::registry::ops::{self, Part, Written};
+use crate::registry::ops::{self, Part, WriteOptions, Written};
 use crate::registry::patch::PatchType;
 use crate::registry::resources::ResourceType;
 
@@ -115,7 +115,7 @@ fn dispatch(
                 resource,
                 target.namespace.as_deref(),
                 body,
-                &query.write_options()?,
+                &write_options(query, headers)?,
             )?;
             Ok(written_response(resource, written))
         }
@@ -128,7 +128,7 @@ fn dispatch(
                 name,
                 body,
                 part,
-                &query.write_options()?,
+                &write_options(query, headers)?,
             )?;
             Ok(written_response(resource, written))
         }
@@ -142,7 +142,7 @@ fn dispatch(
                 patch_type,
                 body,
                 part,
-                &query.write_options()?,
+                &write_options(query, headers)?,
             )?;
             Ok(written_response(resource, written))
         }
@@ -168,6 +168,19 @@ fn dispatch(
             resource,
         )),
     }
+}
+
+/// The write options of a request: its query, and its `User-Agent`, which names the field manager when the
+/// query does not.
+pub(crate) fn write_options(query: &Query, headers: &HeaderMap) -> Result<WriteOptions, ApiError> {
+    let user_agent = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    Ok(WriteOptions {
+        user_agent: Some(user_agent.to_owned()),
+        ..query.write_options()?
+    })
 }
 
 fn get_one(

@@ -101,7 +101,7 @@ pub(super) fn serve(
     }
     let options = WriteOptions {
         field_validation: crate::registry::decode::FieldValidation::Ignore,
-        ..query.write_options()?
+        ..super::resource::write_options(query, headers)?
     };
     let written = ops::patch(
         &state.store,

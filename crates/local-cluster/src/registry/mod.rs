@@ -20,6 +20,7 @@ mod event_validation;
 mod events_view;
 mod gc;
 pub(crate) mod logs;
+mod managed_fields;
 pub(crate) mod meta;
 pub(crate) mod ops;
 pub(crate) mod patch;

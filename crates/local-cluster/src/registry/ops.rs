@@ -9,6 +9,7 @@ use crate::registry::api_error::{ApiError, FieldError};
 use crate::registry::custom;
 use crate::registry::decode::{self, FieldValidation};
 use crate::registry::defaults;
+use crate::registry::managed_fields::{self, Operation};
 use crate::registry::meta;
 use crate::registry::patch::{self, PatchType};
 use crate::registry::resources::{self, ResourceType};
@@ -24,6 +25,11 @@ pub(crate) struct WriteOptions {
     pub(crate) field_validation: FieldValidation,
     pub(crate) field_manager: Option<String>,
     pub(crate) force: Option<bool>,
+    /// The client's `User-Agent`, which names the field manager when `fieldManager` is absent; `None` for
+    /// writes from inside the cluster.
+    pub(crate) user_agent: Option<String>,
+    /// `Apply` for server-side apply, whose managed fields are settled before the write path runs.
+    pub(crate) operation: Operation,
 }
 
 /// The outcome of a write: the object to return, warnings, and whether it was created (201).
@@ -92,12 +98,12 @@ pub(crate) fn insert_new(
         ));
     }
     defaults::apply(resource, &mut object);
+    managed_fields::record_write(resource, None, &mut object, Part::Main, options, s.clock());
     admission::mutate(s, resource, &mut object);
     for field in [
         "deletionTimestamp",
         "deletionGracePeriodSeconds",
         "resourceVersion",
-        "managedFields",
         "selfLink",
     ] {
         meta::remove_at(&mut object, &["metadata", field]);
@@ -320,10 +326,20 @@ pub(crate) fn patch(
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
         ),
     };
+    let applying;
+    let options = if patch_type == PatchType::Apply {
+        applying = WriteOptions {
+            operation: Operation::Apply,
+            ..options.clone()
+        };
+        &applying
+    } else {
+        options
+    };
     store.write(|s| {
         let key = ObjectKey::new(resource, namespace, name);
         let Some(old) = s.get(&key).cloned() else {
-            return match (patch_type, parsed) {
+            return match (patch_type, &parsed) {
                 (PatchType::Apply, Some(applied)) => {
                     server_side_apply::create(s, resource, namespace, name, applied, options)
                 }
@@ -336,16 +352,12 @@ pub(crate) fn patch(
             (PatchType::Merge, Some(p)) => patch::merge_patch(&mut target, p),
             (PatchType::Strategic, Some(p)) => patch::strategic_merge(&mut target, p)?,
             (PatchType::Apply, Some(applied)) => {
-                server_side_apply::merge(s, resource, &key, &mut target, applied, options)?;
+                target = server_side_apply::apply(s, resource, &target, applied, part, options)?;
             }
             _ => {}
         }
         let decoded = decode::decode(resource, target, options.field_validation)?;
         let object = apply_update(s, resource, &old, decoded.object, part, options)?;
-        if let (PatchType::Apply, Some(applied), false) = (patch_type, parsed, options.dry_run) {
-            let manager = options.field_manager.clone().unwrap_or_default();
-            s.applied.insert((key, manager), applied);
-        }
         Ok(Written {
             object,
             warnings: decoded.warnings,
@@ -414,8 +426,7 @@ fn apply_update(
         "resourceVersion",
         "namespace",
         "name",
-        // Server-managed fields clients echo back from a GET; this server keeps none.
-        "managedFields",
+        // A server-managed field clients echo back from a GET; this server keeps none.
         "selfLink",
     ] {
         match meta::at(old, &["metadata", field]) {
@@ -425,6 +436,7 @@ fn apply_update(
             }
         }
     }
+    managed_fields::record_write(resource, Some(old), &mut new, part, options, s.clock());
     if meta::at(&new, &["metadata", "uid"]).is_none_or(|u| u.as_str() == Some("")) {
         meta::set_at(&mut new, &["metadata", "uid"], Value::from(meta::uid(old)));
     }

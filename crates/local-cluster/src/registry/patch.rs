@@ -56,7 +56,7 @@ pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
 }
 
 /// The merge key of a list field under strategic merge, or `None` for atomic lists.
-fn merge_key(field: &str, items: &[Value]) -> Option<&'static str> {
+pub(crate) fn merge_key(field: &str, items: &[Value]) -> Option<&'static str> {
     Some(match field {
         "containers"
         | "initContainers"
@@ -70,7 +70,7 @@ fn merge_key(field: &str, items: &[Value]) -> Option<&'static str> {
         "ports" => "port",
         "volumeMounts" => "mountPath",
         "volumeDevices" => "devicePath",
-        "hostAliases" => "ip",
+        "hostAliases" | "podIPs" | "hostIPs" => "ip",
         "topologySpreadConstraints" => "topologyKey",
         "ownerReferences" => "uid",
         "conditions" => "type",
@@ -79,7 +79,7 @@ fn merge_key(field: &str, items: &[Value]) -> Option<&'static str> {
 }
 
 /// Lists of strings merged as sets rather than replaced.
-fn is_merged_primitive_list(field: &str) -> bool {
+pub(crate) fn is_merged_primitive_list(field: &str) -> bool {
     field == "finalizers"
 }
 
@@ -279,84 +279,6 @@ fn strip_directives(map: &Map<String, Value>) -> Result<Map<String, Value>, ApiE
     Ok(out)
 }
 
-/// Field paths present in `old` applied configuration but not in `new` (server-side apply field removal),
-/// as key paths; keyed list elements are addressed by their merge key value.
-pub(crate) fn removed_fields(old: &Value, new: &Value) -> Vec<Vec<PathStep>> {
-    let mut out = Vec::new();
-    removed(old, new, &mut Vec::new(), &mut out);
-    out
-}
-
-/// One step of a path into an object: a map key or a keyed list element.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum PathStep {
-    Key(String),
-    Element { key: &'static str, value: Value },
-}
-
-fn removed(old: &Value, new: &Value, path: &mut Vec<PathStep>, out: &mut Vec<Vec<PathStep>>) {
-    let (Some(old), Some(new)) = (old.as_object(), new.as_object()) else {
-        return;
-    };
-    for (key, old_value) in old {
-        path.push(PathStep::Key(key.clone()));
-        match new.get(key) {
-            None => out.push(path.clone()),
-            Some(new_value) => match (old_value, new_value) {
-                (Value::Object(_), Value::Object(_)) => removed(old_value, new_value, path, out),
-                (Value::Array(old_items), Value::Array(new_items)) => {
-                    if let Some(merge) = merge_key(key, old_items) {
-                        for item in old_items {
-                            let id = item.get(merge).cloned().unwrap_or(Value::Null);
-                            path.push(PathStep::Element {
-                                key: merge,
-                                value: id.clone(),
-                            });
-                            match new_items.iter().find(|n| n.get(merge) == Some(&id)) {
-                                None => out.push(path.clone()),
-                                Some(new_item) => removed(item, new_item, path, out),
-                            }
-                            path.pop();
-                        }
-                    }
-                }
-                _ => {}
-            },
-        }
-        path.pop();
-    }
-}
-
-/// Removes the field at `path` from `target`, if present.
-pub(crate) fn remove_path(target: &mut Value, path: &[PathStep]) {
-    let Some((last, parents)) = path.split_last() else {
-        return;
-    };
-    let mut current = target;
-    for step in parents {
-        let next = match step {
-            PathStep::Key(k) => current.get_mut(k.as_str()),
-            PathStep::Element { key, value } => current
-                .as_array_mut()
-                .and_then(|items| items.iter_mut().find(|i| i.get(*key) == Some(value))),
-        };
-        let Some(next) = next else { return };
-        current = next;
-    }
-    match last {
-        PathStep::Key(k) => {
-            if let Some(map) = current.as_object_mut() {
-                map.remove(k);
-            }
-        }
-        PathStep::Element { key, value } => {
-            if let Some(items) = current.as_array_mut() {
-                items.retain(|i| i.get(*key) != Some(value));
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -429,21 +351,5 @@ mod tests {
         assert_eq!(error.code, 422);
         merge_patch(&mut target, &json!({"a": null, "b": {"d": 1}}));
         assert_eq!(target, json!({"b": {"d": 1}}));
-    }
-
-    #[test]
-    fn removed_fields_find_keys_and_keyed_elements_dropped_from_an_applied_configuration() {
-        let old = json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"containers": [{"name": "c", "args": ["x"]}, {"name": "d"}]}});
-        let new =
-            json!({"metadata": {"labels": {"a": "1"}}, "spec": {"containers": [{"name": "c"}]}});
-        let mut live = json!({"metadata": {"labels": {"a": "1", "b": "2", "other": "3"}},
-            "spec": {"containers": [{"name": "c", "args": ["x"], "image": "i"}, {"name": "d"}]}});
-        for path in removed_fields(&old, &new) {
-            remove_path(&mut live, &path);
-        }
-        assert_eq!(
-            live,
-            json!({"metadata": {"labels": {"a": "1", "other": "3"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}})
-        );
     }
 }

@@ -1,17 +1,16 @@
-//! Server-side apply, minimal but honest (reference §1.8): an apply creates a missing object (201), merges into an
-//! existing one with the strategic-merge list keys, and removes the fields the same field manager applied before
-//! and no longer applies. The last configuration of each manager is kept per object, in memory. Conflicts
-//! between managers are not detected.
+//! Server-side apply (`application/apply-patch+yaml`): parsing the applied configuration, and the apply itself
+//! on a missing object (which it creates, 201) or an existing one. Merging, ownership, conflicts and the
+//! removal of fields an applier stopped applying are field management's (`managed_fields`).
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::registry::api_error::ApiError;
 use crate::registry::decode;
+use crate::registry::managed_fields;
 use crate::registry::meta;
-use crate::registry::ops::{WriteOptions, Written, insert_new};
-use crate::registry::patch;
+use crate::registry::ops::{Part, WriteOptions, Written, insert_new};
 use crate::registry::resources::ResourceType;
-use crate::registry::store::{Inner, ObjectKey};
+use crate::registry::store::Inner;
 
 /// The apply body: JSON (what kube-rs and kubectl send) or YAML.
 pub(crate) fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
@@ -24,15 +23,17 @@ pub(crate) fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
 }
 
+/// Creates the object an apply names from the applied configuration.
 pub(crate) fn create(
     s: &mut Inner,
     resource: &'static ResourceType,
     namespace: &str,
     name: &str,
-    applied: Value,
+    applied: &Value,
     options: &WriteOptions,
 ) -> Result<Written, ApiError> {
-    let decoded = decode::decode(resource, applied.clone(), options.field_validation)?;
+    let object = apply(s, resource, &json!({}), applied, Part::Main, options)?;
+    let decoded = decode::decode(resource, object, options.field_validation)?;
     if meta::name(&decoded.object) != name {
         return Err(ApiError::bad_request(format!(
             "the name of the object ({}) does not match the name on the URL ({name})",
@@ -40,11 +41,6 @@ pub(crate) fn create(
         )));
     }
     let object = insert_new(s, resource, Some(namespace), decoded.object, options)?;
-    if !options.dry_run {
-        let manager = options.field_manager.clone().unwrap_or_default();
-        s.applied
-            .insert((ObjectKey::of(resource, &object), manager), applied);
-    }
     Ok(Written {
         object,
         warnings: decoded.warnings,
@@ -52,33 +48,30 @@ pub(crate) fn create(
     })
 }
 
-/// Merges an applied configuration into the live object and removes what the same manager applied before
-/// and no longer applies.
-pub(crate) fn merge(
+/// The live object (as presented) with the applied configuration merged in and the managed fields updated, or
+/// the 409 of a conflict. The status is the status subresource's to write, not the main resource's.
+pub(crate) fn apply(
     s: &Inner,
     resource: &ResourceType,
-    key: &ObjectKey,
-    target: &mut Value,
+    live: &Value,
     applied: &Value,
+    part: Part,
     options: &WriteOptions,
-) -> Result<(), ApiError> {
-    let manager = options.field_manager.clone().unwrap_or_default();
-    if let Some(previous) = s.applied.get(&(key.clone(), manager)) {
-        for path in patch::removed_fields(previous, applied) {
-            patch::remove_path(target, &path);
-        }
-    }
+) -> Result<Value, ApiError> {
     let mut applied = applied.clone();
     if let Some(map) = applied.as_object_mut()
+        && part == Part::Main
         && (resource.has_status || !resource.is_custom())
     {
         map.remove("status");
     }
-    if resource.is_custom() {
-        // Without list-type markers in a schema every list of a custom resource is atomic, as a merge patch
-        // treats it.
-        patch::merge_patch(target, &applied);
-        return Ok(());
-    }
-    patch::strategic_merge(target, &applied)
+    managed_fields::apply(
+        resource,
+        live,
+        &applied,
+        part,
+        options.field_manager.as_deref().unwrap_or_default(),
+        options.force == Some(true),
+        meta::now(s.clock()),
+    )
 }

@@ -5,7 +5,7 @@
 //! The store knows nothing about HTTP or validation: [`crate::registry::ops`] decides what to write, the store
 //! records it. Writes that change nothing do not bump the resourceVersion and produce no change event.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use serde_json::Value;
@@ -102,8 +102,6 @@ pub(crate) struct Inner {
     history_limit: usize,
     /// Changes at or below this version are no longer in `history`.
     compacted: u64,
-    /// Server-side apply: the last configuration each field manager applied, per object.
-    pub(crate) applied: HashMap<(ObjectKey, String), Value>,
     pending: Vec<Arc<Change>>,
     /// What pods' containers printed; dropped with the pod.
     pub(crate) logs: Logs,
@@ -259,7 +257,6 @@ impl Inner {
         last: Option<Value>,
     ) -> Option<Value> {
         let stored = self.objects.remove(key)?;
-        self.applied.retain(|(k, _), _| k != key);
         if resource.builtin("pods") {
             self.logs.remove_pod(&key.namespace, &key.name);
         }
@@ -349,7 +346,6 @@ impl Store {
                 history: VecDeque::new(),
                 history_limit: history_limit.max(1),
                 compacted: 1,
-                applied: HashMap::new(),
                 pending: Vec::new(),
                 logs: Logs::default(),
                 clock,

@@ -62,8 +62,15 @@ def lightkube_basics():
     fetched = lk.get(ConfigMap, "from-lightkube")
     assert fetched.data == {"a": "1"}
     assert "from-lightkube" in [cm.metadata.name for cm in lk.list(ConfigMap, chunk_size=1)]
+    # The create made lightkube's user agent manager of `.data.a`: a plain apply by another manager conflicts.
+    try:
+        lk.apply(ConfigMap(metadata=ObjectMeta(name="from-lightkube"), data={"a": "2"}), field_manager="lightkube")
+    except ApiError as error:
+        assert error.status.code == 409 and "conflict" in error.status.message, error.status
+    else:
+        raise AssertionError("an apply took another manager's field without force")
     applied = lk.apply(
-        ConfigMap(metadata=ObjectMeta(name="from-lightkube"), data={"a": "2"}), field_manager="lightkube"
+        ConfigMap(metadata=ObjectMeta(name="from-lightkube"), data={"a": "2"}), field_manager="lightkube", force=True
     )
     assert applied.data["a"] == "2"
     for kind, obj in lk.watch(ConfigMap, resource_version=made.metadata.resourceVersion):

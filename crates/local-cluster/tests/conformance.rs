@@ -127,12 +127,10 @@ macro_rules! scenarios {
 scenarios! {
     #[ignore = "needs trailing-slash paths (the api branch: /version/, /api/, /apis/apps/v1/) and pods/log in /api/v1"]
     official_client_discovers_the_served_groups => "api_machinery.discovery";
-    #[ignore = "needs a body without Content-Type read as JSON: the official client sends none on POST/PUT/DELETE"]
     official_client_sends_bodies_without_a_content_type => "api_machinery.bodies_without_a_content_type";
     official_dynamic_client_discovers_and_works_by_kind => "api_machinery.dynamic_client";
     official_client_creates_reads_lists_patches_deletes_every_served_type => "api_machinery.crud_every_served_type";
     official_client_patches_with_json_merge_and_strategic_patches => "api_machinery.patch_types";
-    #[ignore = "needs deletes of Services and ResourceQuotas to answer with the deleted object, as their stores do"]
     official_client_gets_the_deleted_service_and_quota_back => "api_machinery.deletes_return_the_object_where_kubernetes_does";
     official_client_gets_kubernetes_status_bodies_for_errors => "api_machinery.error_bodies";
     official_client_meets_optimistic_concurrency => "api_machinery.optimistic_concurrency";

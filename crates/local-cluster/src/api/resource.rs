@@ -384,7 +384,7 @@ fn written_response(resource: &ResourceType, written: Written) -> Response {
 
 fn delete_response(resource: &ResourceType, deleted: Deleted, options: &DeleteOptions) -> Response {
     match deleted {
-        Deleted::Gone(object) if !resource.builtin("pods") => {
+        Deleted::Gone(object) if !resource.returns_deleted_object() => {
             let mut details = json!({"name": meta::name(&object), "kind": resource.plural, "uid": meta::uid(&object)});
             if !resource.group.is_empty() {
                 details["group"] = json!(resource.group);

@@ -105,6 +105,14 @@ impl ResourceType {
         self.custom.is_none() && self.plural == plural
     }
 
+    /// Whether a delete answers with the deleted object rather than a `Status`, as the Kubernetes stores of
+    /// these types are configured to (`ReturnDeletedObject`).
+    pub(crate) fn returns_deleted_object(&self) -> bool {
+        ["pods", "services", "resourcequotas", "namespaces"]
+            .iter()
+            .any(|plural| self.builtin(plural))
+    }
+
     /// The group whose storage holds the objects: a view's objects are stored by the type it views.
     pub(crate) fn storage_group(&self) -> &'static str {
         self.view.map_or(self.group, |view| view.storage_group)

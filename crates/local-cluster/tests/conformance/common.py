@@ -11,35 +11,14 @@ from kubernetes.client.rest import ApiException
 NAMESPACE = "default"
 
 
-def owner_as_is() -> client.ApiClient:
+def owner() -> client.ApiClient:
     """An API client from the owner's kubeconfig (every permission, namespace `default`), unchanged."""
     return config.new_client_from_config(config_file=os.environ["CONFORMANCE_KUBECONFIG"])
 
 
-def owner() -> client.ApiClient:
-    """The owner's API client, naming JSON bodies as such (see `_name_json_bodies`)."""
-    return _name_json_bodies(owner_as_is())
-
-
 def tool() -> client.ApiClient:
     """An API client from the tool's kubeconfig (its own namespace only)."""
-    return _name_json_bodies(config.new_client_from_config(config_file=os.environ["CONFORMANCE_TOOL_KUBECONFIG"]))
-
-
-def _name_json_bodies(api: client.ApiClient) -> client.ApiClient:
-    """Sends `Content-Type: application/json` with bodies the client sends without one (creates, replaces, delete
-    options). Kubernetes reads a body without a Content-Type as JSON; the local cluster answers 415, which
-    `api_machinery.bodies_without_a_content_type` pins. This keeps the other scenarios checking what they are about
-    meanwhile: remove it (use the client as it is) once that scenario passes."""
-    send = api.call_api
-
-    def call_api(method, url, header_params=None, body=None, post_params=None, _request_timeout=None):
-        if body is not None and header_params is not None and "Content-Type" not in header_params:
-            header_params["Content-Type"] = "application/json"
-        return send(method, url, header_params, body, post_params, _request_timeout)
-
-    api.call_api = call_api
-    return api
+    return config.new_client_from_config(config_file=os.environ["CONFORMANCE_TOOL_KUBECONFIG"])
 
 
 def tool_name() -> str:

@@ -6,9 +6,12 @@
 //! 3. a no-op `apply` of the 300 jobs vs `kubectl apply -f` of the same rendered objects, also a no-op (target:
 //!    ≥ 10× faster);
 //! 4. 100 changed jobs with 5 ms of latency per request: `apply` vs `apply --concurrency 1`, the
-//!    one-request-at-a-time loop (target ≥ 5×).
+//!    one-request-at-a-time loop (target ≥ 5×);
+//! 5. scale: `apply` of 10 000 new jobs, then `diff` and a no-op `apply` of them, against the cluster's object size
+//!    limits (the inventory must be stored in parts), with the client's peak memory per job (target < 20 KB).
 //!
-//! Run with `cargo bench --bench apply`; needs kubectl on PATH for the baseline of 3.
+//! Run with `cargo bench --bench apply`; needs kubectl on PATH for the baseline of 3 and `/usr/bin/time` for the
+//! memory of 5. `BENCH_SCALE_JOBS` changes the 10 000 of 5 (0 skips it).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -21,12 +24,14 @@ use toolforge_local_cluster::{LocalCluster, Options};
 
 const JOBS: usize = 300;
 const CHANGED: usize = 100;
+const SCALE_JOBS: usize = 10_000;
 const TOOL: &str = "benchtool";
+const SCALE_TOOL: &str = "scaletool";
 
-/// 300 jobs: a third scheduled, a third continuous (half of them with a port, so a Service), a third one-off.
-fn jobs_file(command_suffix: &str, changed: usize) -> String {
+/// `count` jobs: a third scheduled, a third continuous (half of them with a port, so a Service), a third one-off.
+fn jobs_file(count: usize, command_suffix: &str, changed: usize) -> String {
     let mut text = String::new();
-    for index in 0..JOBS {
+    for index in 0..count {
         let suffix = if index < changed { command_suffix } else { "" };
         let job = match index % 3 {
             0 => format!(
@@ -63,6 +68,7 @@ struct Measured {
     writes: u64,
     code: i32,
     stdout: String,
+    stderr: String,
 }
 
 impl Bench {
@@ -96,18 +102,37 @@ impl Bench {
             writes,
             code: output.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         }
     }
 
     fn ours(&self, args: &[&str]) -> Measured {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_toolforge-jobs"));
+        let ours = Command::new(env!("CARGO_BIN_EXE_toolforge-jobs"));
+        self.measure(&mut self.command(ours, TOOL, args))
+    }
+
+    /// Runs our command under `/usr/bin/time`: what it measured, and the peak resident memory in KB.
+    fn ours_with_memory(&self, tool: &str, args: &[&str]) -> (Measured, u64) {
+        let mut time = Command::new("/usr/bin/time");
+        time.args(["-f", "%M", env!("CARGO_BIN_EXE_toolforge-jobs")]);
+        let measured = self.measure(&mut self.command(time, tool, args));
+        let peak = measured
+            .stderr
+            .lines()
+            .last()
+            .and_then(|line| line.trim().parse().ok())
+            .unwrap_or(0);
+        (measured, peak)
+    }
+
+    fn command(&self, mut command: Command, tool: &str, args: &[&str]) -> Command {
         command
             .args(args)
             .arg("--kubeconfig")
             .arg(self.kubeconfig())
-            .args(["--tool", TOOL, "--no-color", "-f"])
+            .args(["--tool", tool, "--no-color", "-f"])
             .arg(self.directory.path().join("jobs.yaml"));
-        self.measure(&mut command)
+        command
     }
 
     fn kubectl(&self, file: &Path) -> Measured {
@@ -123,6 +148,36 @@ impl Bench {
     }
 }
 
+/// Part 5: 10 000 jobs applied, diffed and applied again, in a namespace of their own.
+fn scale(bench: &Bench, report: &mut String) {
+    let count = std::env::var("BENCH_SCALE_JOBS")
+        .ok()
+        .and_then(|count| count.parse().ok())
+        .unwrap_or(SCALE_JOBS);
+    if count == 0 {
+        return;
+    }
+    let jobs = bench.directory.path().join("jobs.yaml");
+    std::fs::write(&jobs, jobs_file(count, "", 0)).expect("write");
+    for (what, args) in [
+        ("apply of new jobs", &["apply"][..]),
+        ("diff, nothing changed", &["diff"][..]),
+        ("no-op apply", &["apply"][..]),
+    ] {
+        let (measured, peak_kb) = bench.ours_with_memory(SCALE_TOOL, args);
+        assert_eq!(measured.code, 0, "{what}: {}", measured.stderr);
+        let _ = writeln!(
+            report,
+            "5. {count} jobs, {what}: {:.0} ms, {} requests ({} writes), client peak memory {} MB ({} bytes per job; target < 20 KB)",
+            ms(measured.elapsed),
+            measured.requests,
+            measured.writes,
+            peak_kb / 1024,
+            peak_kb * 1024 / u64::try_from(count).unwrap_or(u64::MAX),
+        );
+    }
+}
+
 fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e3
 }
@@ -133,7 +188,7 @@ async fn main() {
         .await
         .expect("cluster starts");
     let client = cluster.client().expect("client");
-    for name in ["tool-benchtool", "tool-kubectl"] {
+    for name in ["tool-benchtool", "tool-kubectl", "tool-scaletool"] {
         let namespace: Namespace =
             serde_json::from_value(serde_json::json!({"metadata": {"name": name}})).expect("valid");
         Api::<Namespace>::all(client.clone())
@@ -150,7 +205,7 @@ async fn main() {
     let mut report = String::new();
 
     // The rendered objects, for kubectl: the writes of the plan against the empty namespace.
-    std::fs::write(&jobs, jobs_file("", 0)).expect("write");
+    std::fs::write(&jobs, jobs_file(JOBS, "", 0)).expect("write");
     let plan =
         tokio::task::block_in_place(|| bench.ours(&["diff", "-o", "json", "--no-server-dry-run"]));
     let plan: serde_json::Value = serde_json::from_str(&plan.stdout).expect("plan JSON");
@@ -211,10 +266,10 @@ async fn main() {
         );
 
         bench.cluster.set_latency(Duration::from_millis(5));
-        std::fs::write(&jobs, jobs_file(" --changed", CHANGED)).expect("write");
+        std::fs::write(&jobs, jobs_file(JOBS, " --changed", CHANGED)).expect("write");
         let concurrent = bench.ours(&["apply"]);
         assert_eq!(concurrent.code, 0, "{}", concurrent.stdout);
-        std::fs::write(&jobs, jobs_file(" --changed-again", CHANGED)).expect("write");
+        std::fs::write(&jobs, jobs_file(JOBS, " --changed-again", CHANGED)).expect("write");
         let sequential = bench.ours(&["apply", "--concurrency", "1"]);
         assert_eq!(sequential.code, 0, "{}", sequential.stdout);
         let _ = writeln!(
@@ -226,6 +281,8 @@ async fn main() {
             sequential.requests,
             sequential.elapsed.as_secs_f64() / concurrent.elapsed.as_secs_f64()
         );
+        bench.cluster.set_latency(Duration::ZERO);
+        scale(&bench, &mut report);
     });
     #[expect(clippy::print_stdout, reason = "a benchmark reports on stdout")]
     {

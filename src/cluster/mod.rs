@@ -27,7 +27,9 @@ pub const FIELD_MANAGER: &str = "toolforge-jobs";
 
 pub use connect::{ConnectError, Connection, Target, connect};
 pub use context::{ContextInputs, Passwd, render_context};
-pub use snapshot::{LocalIdentity, ReadError, Snapshot, StoredInventory, read};
+pub use snapshot::{
+    LocalIdentity, Quotas, ReadError, Snapshot, StoredInventory, quotas, read, read_with,
+};
 
 /// Whether a kube error is the API's 404.
 fn is_not_found(error: &kube::Error) -> bool {

@@ -1,9 +1,10 @@
 //! Reading the live state: every request `diff` and `apply` make before deciding anything, issued at once.
 //!
 //! The cost does not depend on the number of jobs: one LIST each of Jobs, CronJobs, Deployments, Services,
-//! upstream's two kinds of stored record, `LimitRange`s and `ResourceQuota`s in the tool's namespace, one GET of the inventory (and of its parts, when it has them), one GET of Toolforge's
-//! image table and one GET of the local cluster's identity. All of them run concurrently, so reading costs one
-//! round trip. The workload LISTs are not filtered by label: an object of a job's name that is not ours must be
+//! upstream's two kinds of stored record, `LimitRange`s and (unless [`Quotas::Later`]) `ResourceQuota`s in the
+//! tool's namespace, one GET of the inventory (and of its parts, when it has them), one GET of Toolforge's image
+//! table and one GET of the local cluster's identity. All of them run concurrently, so reading costs one round
+//! trip. The workload LISTs are not filtered by label: an object of a job's name that is not ours must be
 //! seen to be reported as a conflict instead of failing the create.
 
 use std::path::PathBuf;
@@ -92,11 +93,30 @@ pub enum ReadError {
     },
 }
 
+/// Whether a read lists the namespace's quotas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quotas {
+    Read,
+    /// Not now: only a plan that writes needs them ([`quotas`] reads them then); the snapshot holds none.
+    Later,
+}
+
 /// Reads the live state of `namespace` and the inventory `set_name` in it.
 pub async fn read(
     client: &kube::Client,
     namespace: &str,
     set_name: &str,
+) -> Result<Snapshot, ReadError> {
+    // Ten requests in flight make a large future: keep it on the heap.
+    Box::pin(read_with(client, namespace, set_name, Quotas::Read)).await
+}
+
+/// Reads the live state of `namespace` and the inventory `set_name` in it, its quotas as `quotas` says.
+pub async fn read_with(
+    client: &kube::Client,
+    namespace: &str,
+    set_name: &str,
+    quotas: Quotas,
 ) -> Result<Snapshot, ReadError> {
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let image_configs: Api<ConfigMap> = Api::namespaced(client.clone(), IMAGE_CONFIG_NAMESPACE);
@@ -119,7 +139,12 @@ pub async fn read(
         list::<Deployment>(client, namespace, "Deployments", false),
         list::<Service>(client, namespace, "Services", false),
         list::<LimitRange>(client, namespace, "LimitRanges", true),
-        list::<ResourceQuota>(client, namespace, "ResourceQuotas", true),
+        async {
+            match quotas {
+                Quotas::Read => self::quotas(client, namespace).await,
+                Quotas::Later => Ok(Vec::new()),
+            }
+        },
         config_map(&config_maps, namespace, set_name, Unreadable::Error),
         config_map(
             &image_configs,
@@ -150,6 +175,14 @@ pub async fn read(
         quotas,
         local: identity.map(|config_map| local_identity(&config_map)),
     })
+}
+
+/// The `ResourceQuota`s of `namespace`; none when the server does not serve them or the tool may not list them.
+pub async fn quotas(
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<Vec<ResourceQuota>, ReadError> {
+    list::<ResourceQuota>(client, namespace, "ResourceQuotas", true).await
 }
 
 /// The items of one LIST. `optional` types (the namespace's limits) read as empty when the server does not serve

@@ -245,11 +245,13 @@ pub async fn plan(
 ) -> Result<Prepared, Error> {
     // `--namespace` names the tool (`tool-<tool>`); the tool names the namespace.
     let namespace = source.tool.namespace();
-    // Nine requests in flight make a large future: keep it on the heap.
-    let snapshot = Box::pin(cluster::read(
+    // Nine requests in flight make a large future: keep it on the heap. The quota matters only to a plan that
+    // writes: a no-op reads one LIST less.
+    let mut snapshot = Box::pin(cluster::read_with(
         &connection.client,
         &namespace,
         &settings.set_name,
+        cluster::Quotas::Later,
     ))
     .await?;
 
@@ -270,7 +272,10 @@ pub async fn plan(
         tool, directory, ..
     } = source;
     let (desired, mut plan) = render_and_plan(&file, &snapshot, settings, &tool, &directory)?;
-    plan::quota::check(&mut plan, &snapshot.live, &snapshot.quotas);
+    if plan.has_changes() {
+        snapshot.quotas = cluster::quotas(&connection.client, &namespace).await?;
+        plan::quota::check(&mut plan, &snapshot.live, &snapshot.quotas);
+    }
     if settings.server_dry_run {
         cluster::dry_run::confirm(&connection.client, &namespace, &mut plan).await?;
     }

@@ -29,6 +29,7 @@ mod quantity;
 pub(crate) mod resources;
 pub(crate) mod selector;
 mod server_side_apply;
+mod size_limits;
 pub(crate) mod store;
 mod structural;
 mod typed_json;

@@ -15,6 +15,7 @@ use crate::registry::patch::{self, PatchType};
 use crate::registry::resources::{self, ResourceType};
 use crate::registry::selector::{FieldSelector, LabelSelector};
 use crate::registry::server_side_apply;
+use crate::registry::size_limits;
 use crate::registry::store::{Inner, ObjectKey, Store};
 use crate::registry::validation;
 
@@ -168,6 +169,7 @@ pub(crate) fn insert_new(
         error.message = "create not allowed while custom resource definition is terminating".into();
         return Err(error);
     }
+    size_limits::check(resource, &object, options.dry_run)?;
     if options.dry_run {
         return Ok(object);
     }
@@ -458,6 +460,7 @@ fn apply_update(
         return Err(ApiError::invalid(resource, &name, &errors));
     }
     bump_generation(resource, old, &mut new);
+    size_limits::check(resource, &new, options.dry_run)?;
     if options.dry_run {
         return Ok(new);
     }

@@ -198,7 +198,7 @@ fn execute(s: &mut Inner, action: Action) {
             let mut finalizers = meta::finalizers(&object);
             finalizers.retain(|f| f != finalizer);
             meta::set_finalizers(&mut object, &finalizers);
-            if finalizers.is_empty() && meta::is_deleting(&object) {
+            if delete::removed_by_update(&object) {
                 s.remove_as(resource, &key, Some(object));
             } else {
                 s.update(resource, object);

@@ -19,6 +19,7 @@ use toolforge_local_cluster::LocalCluster;
 pub(crate) struct Kubectl {
     pub(crate) directory: tempfile::TempDir,
     kubeconfig: PathBuf,
+    binary: PathBuf,
 }
 
 impl Kubectl {
@@ -31,12 +32,19 @@ impl Kubectl {
         Kubectl {
             directory,
             kubeconfig,
+            binary: PathBuf::from("kubectl"),
         }
+    }
+
+    /// The same harness running another kubectl binary (e.g. `/usr/lib/google-cloud-sdk/bin/kubectl.1.27`).
+    pub(crate) fn using(mut self, binary: &str) -> Self {
+        self.binary = PathBuf::from(binary);
+        self
     }
 
     /// Runs kubectl (which must be installed); returns (success, stdout, stderr).
     pub(crate) async fn run(&self, args: &[&str]) -> (bool, String, String) {
-        let output = Command::new("kubectl")
+        let output = Command::new(&self.binary)
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
             .arg("--cache-dir")

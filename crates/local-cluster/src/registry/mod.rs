@@ -21,6 +21,7 @@ mod gc;
 pub(crate) mod logs;
 pub(crate) mod meta;
 pub(crate) mod ops;
+mod owners;
 pub(crate) mod patch;
 pub(crate) mod persist;
 mod quantity;

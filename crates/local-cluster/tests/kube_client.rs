@@ -430,6 +430,70 @@ fn owned_pod(name: &str, owner: &Job, block: bool, finalizers: &[&str]) -> Pod {
     .expect("valid pod")
 }
 
+/// A ConfigMap owned by the given ConfigMaps.
+fn owned_map(name: &str, owners: &[&ConfigMap]) -> ConfigMap {
+    let references: Vec<Value> = owners
+        .iter()
+        .map(|o| json!({"apiVersion": "v1", "kind": "ConfigMap", "name": o.metadata.name, "uid": o.metadata.uid}))
+        .collect();
+    serde_json::from_value(json!({"metadata": {"name": name, "ownerReferences": references}}))
+        .expect("valid config map")
+}
+
+#[tokio::test]
+async fn after_a_restart_the_collector_still_knows_every_objects_owners() {
+    let directory = tempfile::tempdir().expect("temp dir");
+    let options = Options {
+        state_file: Some(directory.path().join("state.json")),
+        ..Options::default()
+    };
+    let (cluster, client) = start_with(options.clone()).await;
+    let maps: Api<ConfigMap> = Api::default_namespaced(client);
+    let plain = |name: &str| -> ConfigMap {
+        serde_json::from_value(json!({"metadata": {"name": name}})).expect("valid config map")
+    };
+    let owner = maps
+        .create(&PostParams::default(), &plain("owner"))
+        .await
+        .expect("owner");
+    let keeper = maps
+        .create(&PostParams::default(), &plain("keeper"))
+        .await
+        .expect("keeper");
+    for (name, owners) in [("only", vec![&owner]), ("shared", vec![&owner, &keeper])] {
+        maps.create(&PostParams::default(), &owned_map(name, &owners))
+            .await
+            .expect("dependent");
+    }
+    cluster.shutdown().await.expect("clean shutdown");
+
+    let (_cluster, client) = start_with(options).await;
+    let maps: Api<ConfigMap> = Api::default_namespaced(client);
+    maps.delete("owner", &DeleteParams::background())
+        .await
+        .expect("deleted");
+    assert!(
+        maps.get_opt("only").await.expect("get").is_none(),
+        "a dependent of the deleted owner is collected"
+    );
+    let shared = maps
+        .get("shared")
+        .await
+        .expect("a dependent with a live owner stays");
+    let owners: Vec<String> = shared
+        .metadata
+        .owner_references
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(
+        owners,
+        ["keeper"],
+        "the reference to the deleted owner is removed"
+    );
+}
+
 #[tokio::test]
 async fn deleting_a_job_by_default_orphans_its_pods() {
     let (_cluster, client) = start().await;

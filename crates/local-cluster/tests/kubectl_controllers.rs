@@ -142,3 +142,119 @@ async fn kubectl_waits_for_jobs_and_rollouts_and_shows_how_each_pod_ended() {
     }
     panic!("pods never showed every status: {statuses}");
 }
+
+/// The revisions `kubectl rollout history` lists.
+async fn revisions(kubectl: &Kubectl, deployment: &str) -> Vec<u32> {
+    kubectl
+        .ok(&["rollout", "history", &format!("deployment/{deployment}")])
+        .await
+        .lines()
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect()
+}
+
+/// Waits for the rollout, then returns the Deployment's image and `<image>=<revision-history>` of its
+/// ReplicaSets that have a history.
+async fn rolled_out_image(kubectl: &Kubectl, deployment: &str) -> (String, Vec<String>) {
+    let target = format!("deployment/{deployment}");
+    kubectl
+        .ok(&["rollout", "status", &target, "--timeout=20s"])
+        .await;
+    let image = kubectl
+        .ok(&[
+            "get",
+            &target,
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].image}",
+        ])
+        .await;
+    let histories = kubectl
+        .ok(&[
+            "get",
+            "replicasets",
+            "-l",
+            &format!("instance={deployment}"),
+            "-o",
+            r#"jsonpath={range .items[*]}{.spec.template.spec.containers[0].image}={.metadata.annotations.deployment\.kubernetes\.io/revision-history}{"\n"}{end}"#,
+        ])
+        .await;
+    let mut histories: Vec<String> = histories
+        .lines()
+        .filter(|l| !l.ends_with('='))
+        .map(str::to_owned)
+        .collect();
+    histories.sort();
+    (image, histories)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollout_undo_gives_the_restored_replicaset_the_next_revision_and_can_be_repeated() {
+    let cluster = start().await;
+    for (version, name) in [("1.27", "undo-old"), ("1.33", "undo-new")] {
+        let kubectl = Kubectl::of_version(&cluster, version);
+        let file = kubectl.directory.path().join("deployment.yaml");
+        std::fs::write(&file, format!("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: web, instance: {name}}}\n  template:\n    metadata:\n      labels: {{app: web, instance: {name}}}\n    spec:\n      containers:\n      - name: main\n        image: busybox:1\n")).expect("manifest written");
+        kubectl
+            .ok(&["apply", "-f", &file.display().to_string()])
+            .await;
+        rolled_out_image(&kubectl, name).await;
+        for image in ["busybox:2", "busybox:3"] {
+            kubectl
+                .ok(&[
+                    "set",
+                    "image",
+                    &format!("deployment/{name}"),
+                    &format!("main={image}"),
+                ])
+                .await;
+            rolled_out_image(&kubectl, name).await;
+        }
+        assert_eq!(
+            revisions(&kubectl, name).await,
+            [1, 2, 3],
+            "kubectl {version}"
+        );
+
+        let target = format!("deployment/{name}");
+        kubectl.ok(&["rollout", "undo", &target]).await;
+        let (image, histories) = rolled_out_image(&kubectl, name).await;
+        assert_eq!(image, "busybox:2", "kubectl {version}");
+        assert_eq!(
+            revisions(&kubectl, name).await,
+            [1, 3, 4],
+            "kubectl {version}"
+        );
+        assert_eq!(histories, ["busybox:2=2"], "kubectl {version}");
+
+        // Undo again goes back to what was current before the first undo.
+        kubectl.ok(&["rollout", "undo", &target]).await;
+        let (image, histories) = rolled_out_image(&kubectl, name).await;
+        assert_eq!(image, "busybox:3", "kubectl {version}");
+        assert_eq!(
+            revisions(&kubectl, name).await,
+            [1, 4, 5],
+            "kubectl {version}"
+        );
+        assert_eq!(
+            histories,
+            ["busybox:2=2", "busybox:3=3"],
+            "kubectl {version}"
+        );
+
+        kubectl
+            .ok(&["rollout", "undo", &target, "--to-revision=1"])
+            .await;
+        let (image, histories) = rolled_out_image(&kubectl, name).await;
+        assert_eq!(image, "busybox:1", "kubectl {version}");
+        assert_eq!(
+            revisions(&kubectl, name).await,
+            [4, 5, 6],
+            "kubectl {version}"
+        );
+        assert_eq!(
+            histories,
+            ["busybox:1=1", "busybox:2=2", "busybox:3=3"],
+            "kubectl {version}"
+        );
+    }
+}

@@ -71,6 +71,25 @@ fn reference(job: &Value) -> Value {
         "apiVersion": "batch/v1", "resourceVersion": meta::resource_version(job).unwrap_or_default()})
 }
 
+/// The references `status.active` lists for these Jobs. A Job already listed keeps its reference as written when
+/// it joined (with its resourceVersion then): the list changes only when Jobs join or leave, not with every
+/// status write of a Job.
+fn active_references(cronjob: &Value, active: &[&Value]) -> Vec<Value> {
+    let listed = meta::at(cronjob, &["status", "active"])
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    active
+        .iter()
+        .map(|job| {
+            listed
+                .iter()
+                .find(|r| meta::str_at(r, &["uid"]) == Some(meta::uid(job)))
+                .cloned()
+                .unwrap_or_else(|| reference(job))
+        })
+        .collect()
+}
+
 fn event(cronjob: &Value, kind: &'static str, reason: &str, message: String) -> Effect {
     Effect::Event(Event::about(
         cronjobs(),
@@ -272,7 +291,7 @@ pub(crate) fn decide(cronjob: &Value, owned: &[Value], now: Timestamp) -> Action
             &mut action,
         );
     }
-    let references: Vec<Value> = active.iter().map(|j| reference(j)).collect();
+    let references = active_references(cronjob, &active);
     if references.is_empty() {
         meta::remove_at(&mut status, &["active"]);
     } else {

@@ -6,7 +6,10 @@
 //! API refuses (a quota on `count/replicasets.apps`) records Warning `ReplicaSetCreateError` and sets
 //! `Progressing` False with that reason until it can be created.
 //!
-//! Not covered: `paused`, rollbacks, proportional scaling of several old ReplicaSets during a rollout,
+//! A ReplicaSet made current again by a rollback (`kubectl rollout undo` restores its template) gets the next
+//! revision, its former one going to `deployment.kubernetes.io/revision-history`.
+//!
+//! Not covered: `paused`, proportional scaling of several old ReplicaSets during a rollout,
 //! `collisionCount`, adoption of orphan ReplicaSets.
 
 use std::time::Duration;
@@ -28,6 +31,9 @@ use crate::registry::store::{Change, Store};
 const COMPONENT: &str = "deployment-controller";
 const HASH: &str = "pod-template-hash";
 const REVISION: &str = "deployment.kubernetes.io/revision";
+const REVISION_HISTORY: &str = "deployment.kubernetes.io/revision-history";
+/// The controller's `maxRevHistoryLengthInChars`.
+const REVISION_HISTORY_CHARS: usize = 2000;
 /// The reason of the event and condition when the new ReplicaSet cannot be created.
 const CREATE_ERROR: &str = "ReplicaSetCreateError";
 
@@ -345,6 +351,8 @@ struct Rollout<'a> {
     new_set: Value,
     /// Whether `new_set` is still to be created.
     created: bool,
+    /// Whether `new_set` is an older ReplicaSet made current again (a rollback) that got the next revision.
+    renumbered: bool,
     /// The other ReplicaSets, oldest revision first.
     old: Vec<&'a Value>,
 }
@@ -356,25 +364,30 @@ impl<'a> Rollout<'a> {
         let current = owned.iter().find(|r| meta::name(r) == new_name);
         let mut old: Vec<&Value> = owned.iter().filter(|r| meta::name(r) != new_name).collect();
         old.sort_by_key(|r| revision(r));
-        let new_set = current.cloned().unwrap_or_else(|| {
-            let template = meta::at(deployment, &["spec", "template"])
-                .cloned()
-                .unwrap_or_default();
-            let next_revision = owned.iter().map(revision).max().unwrap_or(0) + 1;
-            new_replicaset(
-                deployment,
-                &template_hash(&template),
-                next_revision,
-                bounds.replicas,
-                bounds.surge,
-            )
-        });
+        let next_revision = old.iter().map(|r| revision(r)).max().unwrap_or(0) + 1;
+        let renumbered = current.and_then(|set| renumber(set, next_revision));
+        let new_set = renumbered
+            .clone()
+            .or_else(|| current.cloned())
+            .unwrap_or_else(|| {
+                let template = meta::at(deployment, &["spec", "template"])
+                    .cloned()
+                    .unwrap_or_default();
+                new_replicaset(
+                    deployment,
+                    &template_hash(&template),
+                    next_revision,
+                    bounds.replicas,
+                    bounds.surge,
+                )
+            });
         Rollout {
             deployment,
             owned,
             bounds,
             new_set,
             created: current.is_none(),
+            renumbered: renumbered.is_some(),
             old,
         }
     }
@@ -664,6 +677,39 @@ fn available_condition(deployment: &Value, minimum: bool, now: &str) -> Value {
     }
 }
 
+/// An existing ReplicaSet that is current again (`kubectl rollout undo` restored its template) with the next
+/// revision, its former one appended to `deployment.kubernetes.io/revision-history`, as the controller's
+/// `SetNewReplicaSetAnnotations` does; `None` when its revision is already the newest.
+fn renumber(set: &Value, next_revision: i64) -> Option<Value> {
+    let former = revision(set);
+    if former >= next_revision {
+        return None;
+    }
+    let mut renumbered = set.clone();
+    meta::set_at(
+        &mut renumbered,
+        &["metadata", "annotations", REVISION],
+        json!(next_revision.to_string()),
+    );
+    if former > 0 {
+        let history = meta::str_at(set, &["metadata", "annotations", REVISION_HISTORY])
+            .filter(|h| !h.is_empty());
+        let mut revisions: Vec<&str> = history.map(|h| h.split(',').collect()).unwrap_or_default();
+        let former = former.to_string();
+        revisions.push(&former);
+        // The controller keeps the most recent revisions that fit its limit of characters.
+        while revisions.join(",").len() > REVISION_HISTORY_CHARS && revisions.len() > 1 {
+            revisions.remove(0);
+        }
+        meta::set_at(
+            &mut renumbered,
+            &["metadata", "annotations", REVISION_HISTORY],
+            json!(revisions.join(",")),
+        );
+    }
+    Some(renumbered)
+}
+
 /// The Deployment with its revision annotation set to the new ReplicaSet's, when it says another.
 fn revision_update(deployment: &Value, new_set: &Value) -> Option<Value> {
     let set_revision = revision(new_set).to_string();
@@ -689,13 +735,23 @@ pub(crate) fn decide(deployment: &Value, owned: &[Value], now: Timestamp) -> Act
         return action;
     }
     let rollout = Rollout::of(deployment, owned);
+    // The revisions first (a renumbered ReplicaSet's, then the Deployment's annotation); the next sync (caused
+    // by these writes) does the rest.
+    if rollout.renumbered {
+        action.effects.push(Effect::Replace(
+            replicasets(),
+            Part::Main,
+            rollout.new_set.clone(),
+        ));
+    }
     if !rollout.created
         && let Some(annotated) = revision_update(deployment, &rollout.new_set)
     {
-        // The revision annotation first; the next sync (caused by this write) does the rest.
         action
             .effects
             .push(Effect::Replace(deployments(), Part::Main, annotated));
+    }
+    if !action.effects.is_empty() {
         return action;
     }
     let old_pods = rollout.old_pods();
@@ -793,6 +849,43 @@ mod tests {
         assert_eq!(
             scalings(&action),
             [format!("Scaled up replica set web-{hash} from 0 to 1")]
+        );
+    }
+
+    #[test]
+    fn a_replicaset_made_current_again_gets_the_next_revision_and_keeps_its_former_one() {
+        let set = |image: &str, revision: &str, history: Option<&str>| {
+            let hash = template_hash(&deployment(&json!({}), image)["spec"]["template"]);
+            let mut set = json!({"metadata": {"name": format!("web-{hash}"), "namespace": "default",
+                "annotations": {REVISION: revision}}, "spec": {"replicas": 0}});
+            if let Some(history) = history {
+                set["metadata"]["annotations"][REVISION_HISTORY] = json!(history);
+            }
+            set
+        };
+        let mut undone = deployment(&json!({}), "b");
+        undone["metadata"]["annotations"][REVISION] = json!("3");
+        let owned = [
+            set("a", "1", None),
+            set("b", "2", Some("0")),
+            set("c", "3", None),
+        ];
+        let action = decide(&undone, &owned, Timestamp::now());
+        let written: Vec<(Option<&str>, Option<&str>)> = action
+            .effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Replace(_, Part::Main, object) => Some((
+                    meta::str_at(object, &["metadata", "annotations", REVISION]),
+                    meta::str_at(object, &["metadata", "annotations", REVISION_HISTORY]),
+                )),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            written,
+            [(Some("4"), Some("0,2")), (Some("4"), None)],
+            "the ReplicaSet, then the Deployment's revision"
         );
     }
 }

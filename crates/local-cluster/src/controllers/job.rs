@@ -121,6 +121,12 @@ fn is_active(pod: &Value) -> bool {
     !is_terminal(pod) && !meta::is_deleting(pod)
 }
 
+/// `podReplacementPolicy: Failed`: a pod being deleted counts (as failed, and toward the wanted pods) only once
+/// it is terminal; the default `TerminatingOrFailed` counts it as failed at once and replaces it.
+fn only_failed_replaced(job: &Value) -> bool {
+    meta::str_at(job, &["spec", "podReplacementPolicy"]) == Some("Failed")
+}
+
 fn has_tracking(pod: &Value) -> bool {
     meta::finalizers(pod).iter().any(|f| f == TRACKING)
 }
@@ -339,15 +345,22 @@ fn sync(
             Some(("Complete", reason.to_owned(), message.to_owned()))
         } else {
             let wanted = wanted_active(job, succeeded, active.len());
+            // Under `podReplacementPolicy: Failed` a terminating pod is replaced only once it has failed.
+            let occupied = active.len()
+                + if only_failed_replaced(job) {
+                    terminating
+                } else {
+                    0
+                };
             if active.len() > wanted {
                 let surplus = surplus(&active, wanted);
                 removed = surplus.len();
                 pod_effects.extend(delete_pods(job, &surplus, &mut events));
-            } else if active.len() < wanted {
+            } else if occupied < wanted {
                 if let Some(at) = retry_at(mine, backoff).filter(|at| *at > now) {
                     action.requeue(now.duration_until(at).unsigned_abs());
                 } else {
-                    let missing = wanted - active.len();
+                    let missing = wanted - occupied;
                     pod_effects.extend(create_pods(job, missing, &mut events));
                 }
             }
@@ -455,7 +468,10 @@ impl<'a> Pods<'a> {
         let uncounted: Vec<&Value> = mine
             .iter()
             .copied()
-            .filter(|p| has_tracking(p) && (is_terminal(p) || meta::is_deleting(p)))
+            .filter(|p| {
+                has_tracking(p)
+                    && (is_terminal(p) || (meta::is_deleting(p) && !only_failed_replaced(job)))
+            })
             .collect();
         let newly_failed = uncounted.iter().filter(|p| is_failed(p)).count();
         let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);

@@ -293,6 +293,18 @@ fn shorten_grace(
     Deleted::Pending(s.update(resource, current))
 }
 
+/// Whether an update leaving `object` (already being deleted) without finalizers removes it: only when no grace
+/// period runs, as the API server's `shouldDeleteDuringUpdate` says. A pod in graceful termination that loses its
+/// last finalizer stays until the kubelet's final delete, so its containers get their grace period.
+pub(crate) fn removed_by_update(object: &Value) -> bool {
+    meta::is_deleting(object)
+        && meta::finalizers(object).is_empty()
+        && meta::at(object, &["metadata", "deletionGracePeriodSeconds"])
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            == 0
+}
+
 /// Marks an object as being deleted (deletionTimestamp now, grace 0 unless `adjust` says otherwise).
 fn start_deletion(
     s: &mut Inner,

@@ -23,6 +23,7 @@ pub(crate) mod logs;
 mod managed_fields;
 pub(crate) mod meta;
 pub(crate) mod ops;
+mod owners;
 pub(crate) mod patch;
 pub(crate) mod persist;
 mod quantity;

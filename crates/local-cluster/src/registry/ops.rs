@@ -464,7 +464,7 @@ fn apply_update(
     if options.dry_run {
         return Ok(new);
     }
-    if meta::is_deleting(&new) && meta::finalizers(&new).is_empty() {
+    if crate::registry::delete::removed_by_update(&new) {
         let key = ObjectKey::of(resource, &new);
         return s
             .remove_as(resource, &key, Some(new))

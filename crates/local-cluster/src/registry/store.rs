@@ -16,6 +16,7 @@ use crate::registry::api_error::ApiError;
 use crate::registry::custom::Types;
 use crate::registry::logs::Logs;
 use crate::registry::meta;
+use crate::registry::owners::Owners;
 use crate::registry::persist::Journal;
 use crate::registry::resources::{self, ResourceType};
 
@@ -109,6 +110,8 @@ pub(crate) struct Inner {
     clock: Clock,
     /// The custom types the established custom resource definitions define (kept by `registry::crd`).
     pub(crate) custom: Types,
+    /// Owner references and what changed, for the garbage collector.
+    pub(crate) owners: Owners,
 }
 
 impl Inner {
@@ -294,6 +297,13 @@ impl Inner {
         object: Value,
         rv: u64,
     ) {
+        self.owners.record(
+            ObjectKey::of(resource, &object),
+            event,
+            old.as_ref(),
+            &object,
+            resource.builtin("customresourcedefinitions"),
+        );
         let change = Arc::new(Change {
             resource,
             event,
@@ -350,6 +360,7 @@ impl Store {
                 logs: Logs::default(),
                 clock,
                 custom: Types::default(),
+                owners: Owners::default(),
             })),
             changes,
             journal: Arc::new(OnceLock::new()),
@@ -513,6 +524,7 @@ impl Store {
             }
         }
         inner.compacted = inner.resource_version;
+        inner.owners = Owners::rebuild(inner.objects.iter());
     }
 
     /// Journals every change from now on (a store has one journal at most: a second is ignored).

@@ -107,12 +107,14 @@ fn is_open(path: &str) -> bool {
 }
 
 /// 415 unless a write's body is in an API media type; a write without `Content-Type` is refused too, which is
-/// what keeps a browser's form posts (`text/plain`, form encodings) out.
+/// what keeps a browser's form posts (`text/plain`, form encodings) out. A connection upgrade (kubectl exec's
+/// SPDY POST, which has no body) is not a write, and browsers cannot send the `Upgrade` header on a POST.
 fn check_media_type(request: &Request) -> Result<(), ApiError> {
     if !matches!(
         *request.method(),
         Method::POST | Method::PUT | Method::PATCH
-    ) {
+    ) || request.headers().contains_key(header::UPGRADE)
+    {
         return Ok(());
     }
     let media_type = request

@@ -645,6 +645,107 @@ async fn kubectl_1_33_api_layer() {
     api_layer(&sdk("1.33")).await;
 }
 
+/// `kubectl apply --prune -l` walks its default allowlist (Secrets, DaemonSets, StatefulSets, Ingresses, ...), so
+/// every kind of it must be served; the stored-only kinds apply, print and prune like the others, and an
+/// autoscaling/v1 HPA reads back through v2.
+async fn prune(binary: &str) {
+    let cluster = LocalCluster::start(Options::default())
+        .await
+        .expect("cluster starts");
+    let kubectl = Kubectl::new(binary, &cluster);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let write = |name: &str, content: &str| {
+        std::fs::write(dir.path().join(name), content).expect("manifest written");
+    };
+    write(
+        "secret.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: token\n  labels: {app: x}\nstringData:\n  key: value\n",
+    );
+    write(
+        "daemonset.yaml",
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: agent\n  labels: {app: x}\nspec:\n  selector:\n    matchLabels: {name: agent}\n  template:\n    metadata:\n      labels: {name: agent}\n    spec:\n      containers:\n      - name: agent\n        image: busybox\n",
+    );
+    write(
+        "hpa.yaml",
+        "apiVersion: autoscaling/v1\nkind: HorizontalPodAutoscaler\nmetadata:\n  name: web\n  labels: {app: x}\nspec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}\n  maxReplicas: 3\n  targetCPUUtilizationPercentage: 70\n",
+    );
+    write(
+        "configmap.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\n  labels: {app: x}\n",
+    );
+    let path = dir.path().display().to_string();
+    let applied = kubectl
+        .ok(&["apply", "--prune", "-l", "app=x", "-f", &path])
+        .await;
+    for line in [
+        "secret/token created",
+        "daemonset.apps/agent created",
+        "horizontalpodautoscaler.autoscaling/web created",
+        "configmap/kept created",
+    ] {
+        assert!(applied.contains(line), "{binary}: {applied}");
+    }
+    let secrets = kubectl.ok(&["get", "secrets"]).await;
+    let row: Vec<&str> = secrets
+        .lines()
+        .find(|l| l.starts_with("token"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        row.get(1..3),
+        Some(&["Opaque", "1"][..]),
+        "{binary}: {secrets}"
+    );
+    let target = kubectl
+        .ok(&[
+            "get",
+            "hpa.v2.autoscaling",
+            "web",
+            "-o",
+            "jsonpath={.spec.metrics[0].resource.target.averageUtilization} {.spec.minReplicas}",
+        ])
+        .await;
+    assert_eq!(target, "70 1", "{binary}");
+    let invalid = kubectl.file(
+        "bad-daemonset.yaml",
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: bad\nspec:\n  selector:\n    matchLabels: {name: a}\n  template:\n    metadata:\n      labels: {name: b}\n    spec:\n      containers:\n      - name: c\n        image: busybox\n",
+    );
+    let refused = kubectl.run(&["apply", "-f", &invalid]).await;
+    assert!(
+        !refused.success
+            && refused
+                .stderr
+                .contains("spec.template.metadata.labels: Invalid value"),
+        "{binary}: {}",
+        refused.stderr
+    );
+    for name in ["secret.yaml", "daemonset.yaml", "hpa.yaml"] {
+        std::fs::remove_file(dir.path().join(name)).expect("removed");
+    }
+    let pruned = kubectl
+        .ok(&["apply", "--prune", "-l", "app=x", "-f", &path])
+        .await;
+    for line in [
+        "configmap/kept unchanged",
+        "secret/token pruned",
+        "daemonset.apps/agent pruned",
+    ] {
+        assert!(pruned.contains(line), "{binary}: {pruned}");
+    }
+    cluster.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_27_prunes_with_its_default_allowlist() {
+    prune(&sdk("1.27")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_33_prunes_with_its_default_allowlist() {
+    prune(&sdk("1.33")).await;
+}
+
 fn sdk(version: &str) -> String {
     Path::new(SDK)
         .join(format!("kubectl.{version}"))

@@ -38,7 +38,11 @@ pub(crate) fn apply_defaults(plural: &str, object: &mut Value) {
         return;
     }
     match plural {
-        "secrets" => default(map_at_root(object), "type", json!("Opaque")),
+        "secrets" => {
+            let secret = map_at_root(object);
+            default(secret, "type", json!("Opaque"));
+            string_data_into_data(secret);
+        }
         "persistentvolumeclaims" => {
             default(map_at(object, "spec"), "volumeMode", json!("Filesystem"));
         }
@@ -83,6 +87,25 @@ pub(crate) fn apply_defaults(plural: &str, object: &mut Value) {
         }
         "horizontalpodautoscalers" => default(map_at(object, "spec"), "minReplicas", json!(1)),
         _ => {}
+    }
+}
+
+/// `stringData` is write-only: its entries are base64-encoded into `data` (overriding the same keys there) and
+/// it is dropped, as the Secret's conversion does on every write.
+fn string_data_into_data(secret: &mut Map<String, Value>) {
+    use base64::Engine;
+    let Some(Value::Object(strings)) = secret.remove("stringData") else {
+        return;
+    };
+    if !secret.get("data").is_some_and(Value::is_object) {
+        secret.insert("data".into(), json!({}));
+    }
+    if let Some(data) = secret.get_mut("data").and_then(Value::as_object_mut) {
+        for (key, value) in strings {
+            let text = value.as_str().unwrap_or_default();
+            let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+            data.insert(key, Value::from(encoded));
+        }
     }
 }
 
@@ -185,9 +208,12 @@ mod tests {
 
     #[test]
     fn defaults_follow_kubernetes() {
-        let mut secret = json!({"metadata": {"name": "s"}});
+        let mut secret = json!({"metadata": {"name": "s"}, "data": {"a": "eA==", "b": "eQ=="},
+            "stringData": {"b": "value"}});
         apply_defaults("secrets", &mut secret);
         assert_eq!(secret["type"], "Opaque");
+        assert_eq!(secret["data"], json!({"a": "eA==", "b": "dmFsdWU="}));
+        assert!(secret.get("stringData").is_none());
         let mut rc = json!({"spec": {"template": {"metadata": {"labels": {"app": "x"}}}}});
         apply_defaults("replicationcontrollers", &mut rc);
         assert_eq!(rc["spec"]["selector"], json!({"app": "x"}));

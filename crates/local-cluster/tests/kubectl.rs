@@ -645,7 +645,7 @@ async fn kubectl_1_33_api_layer() {
     api_layer(&sdk("1.33")).await;
 }
 
-/// `kubectl apply --prune -l` walks its default allowlist (Secrets, DaemonSets, StatefulSets, Ingresses, ...), so
+/// `kubectl apply --prune -l` walks its default allowlist (`Secret`, `DaemonSet`, `StatefulSet`, `Ingress`, ...), so
 /// every kind of it must be served; the stored-only kinds apply, print and prune like the others, and an
 /// autoscaling/v1 HPA reads back through v2.
 async fn prune(binary: &str) {

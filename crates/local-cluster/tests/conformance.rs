@@ -125,7 +125,6 @@ macro_rules! scenarios {
 }
 
 scenarios! {
-    #[ignore = "needs trailing-slash paths (the api branch: /version/, /api/, /apis/apps/v1/) and pods/log in /api/v1"]
     official_client_discovers_the_served_groups => "api_machinery.discovery";
     official_client_sends_bodies_without_a_content_type => "api_machinery.bodies_without_a_content_type";
     official_dynamic_client_discovers_and_works_by_kind => "api_machinery.dynamic_client";
@@ -159,9 +158,7 @@ scenarios! {
     official_client_sees_a_crash_loop => "workloads.crash_loop";
     official_client_sees_a_namespace_terminate => "access.namespace_lifecycle";
     official_client_as_a_tool_is_confined_to_its_namespace => "access.tool_is_confined_to_its_namespace";
-    #[ignore = "needs trailing-slash paths (the api branch): kr8s asks for /version/"]
     kr8s_connects_lists_creates_gets_and_deletes => "other_clients.kr8s_basics";
-    #[ignore = "needs trailing-slash paths (the api branch): kr8s asks for /version/ and /api/v1/"]
     kr8s_waits_for_and_scales_a_deployment_and_reads_logs => "other_clients.kr8s_scales_a_deployment_and_reads_logs";
     lightkube_connects_lists_creates_gets_watches_and_deletes => "other_clients.lightkube_basics";
     lightkube_runs_a_job_patches_replaces_and_deletes_collections => "other_clients.lightkube_runs_a_job_and_reads_its_log";

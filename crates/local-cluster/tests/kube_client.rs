@@ -859,8 +859,10 @@ async fn watcher_relists_after_410_inside_the_stream() {
     assert!(cluster.request_count("list", "configmaps") >= 3);
 }
 
+/// Kubernetes 1.33 keeps the `WatchList` feature gate off: a streaming list is refused with the 422 client-go
+/// recognises to fall back to list and watch, and the default kube-rs watcher (list, then watch) works.
 #[tokio::test]
-async fn streaming_lists_end_initial_events_with_a_bookmark() {
+async fn streaming_lists_are_refused_as_kubernetes_1_33_refuses_them() {
     let (_cluster, client) = start().await;
     let configmaps: Api<ConfigMap> = Api::default_namespaced(client);
     configmaps
@@ -870,7 +872,16 @@ async fn streaming_lists_end_initial_events_with_a_bookmark() {
         )
         .await
         .expect("create");
-    let mut events = watcher(configmaps, watcher::Config::default().streaming_lists()).boxed();
+    let refused = match configmaps.watch(&WatchParams::streaming_lists(), "0").await {
+        Ok(_) => panic!("a streaming list was accepted"),
+        Err(error) => api_error(error),
+    };
+    assert_eq!((refused.code, refused.reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        refused.message,
+        "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"
+    );
+    let mut events = watcher(configmaps, watcher::Config::default()).boxed();
     let mut applied = Vec::new();
     loop {
         match tokio::time::timeout(Duration::from_secs(5), events.next())
@@ -1351,13 +1362,33 @@ async fn lists_are_paged_consistently_with_limit_and_continue() {
         first.metadata.resource_version
     );
     assert!(second.metadata.continue_.is_none_or(|c| c.is_empty()));
-    let reused = api_error(
+    // As with Kubernetes, a token can be used again (a client retrying a page) until it expires.
+    let reused = configmaps
+        .list(&ListParams::default().limit(2).continue_token(&token))
+        .await
+        .expect("the same token again");
+    assert_eq!(
+        reused
+            .items
+            .into_iter()
+            .filter_map(|c| c.metadata.name)
+            .collect::<Vec<_>>(),
+        ["c"]
+    );
+    // The server keeps 64 snapshots; older tokens are answered as Kubernetes answers compacted ones.
+    for _ in 0..64 {
+        configmaps
+            .list(&ListParams::default().limit(1))
+            .await
+            .expect("page");
+    }
+    let expired = api_error(
         configmaps
             .list(&ListParams::default().limit(2).continue_token(&token))
             .await
-            .expect_err("spent token"),
+            .expect_err("expired token"),
     );
-    assert_eq!((reused.code, reused.reason.as_str()), (410, "Expired"));
+    assert_eq!((expired.code, expired.reason.as_str()), (410, "Expired"));
     let all: Vec<_> = watcher(configmaps, watcher::Config::default().page_size(1))
         .take(6)
         .collect()

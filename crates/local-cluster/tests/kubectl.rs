@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -523,6 +523,227 @@ async fn kubectl_1_27_with_a_tool_certificate_is_confined_to_its_namespace() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_1_33_with_a_tool_certificate_is_confined_to_its_namespace() {
     tool_identity(&sdk("1.33")).await;
+}
+
+/// What kubectl asks of the API layer beyond get/apply: trailing-slash paths, `--sort-by` (Tables with
+/// `includeObject=Object`), `auth can-i --list` as the owner and as a tool, and the streaming subresources the
+/// local cluster refuses with a Status naming itself.
+async fn api_layer(binary: &str) {
+    let cluster = LocalCluster::start(Options::default())
+        .await
+        .expect("cluster starts");
+    let owner = Kubectl::new(binary, &cluster);
+    for (path, expected) in [
+        ("/version/", "\"gitVersion\":\"v1.33.0\""),
+        ("/api/", "\"kind\":\"APIVersions\""),
+        ("/apis/", "\"kind\":\"APIGroupList\""),
+        ("/api/v1/", "\"kind\":\"APIResourceList\""),
+        ("/apis/batch/v1/", "\"groupVersion\":\"batch/v1\""),
+        (
+            "/api/v1/namespaces/default/configmaps/",
+            "\"kind\":\"ConfigMapList\"",
+        ),
+    ] {
+        let body = owner.ok(&["get", "--raw", path]).await;
+        assert!(body.contains(expected), "{binary} {path}: {body}");
+    }
+    let client = cluster.client().expect("client");
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    for (name, order) in [("first", "2"), ("second", "1"), ("third", "3")] {
+        let configmap: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": name}, "data": {"order": order}}))
+                .expect("valid");
+        configmaps
+            .create(&PostParams::default(), &configmap)
+            .await
+            .expect("created");
+    }
+    let sorted = owner
+        .ok(&["get", "configmaps", "--sort-by=.data.order", "-o", "name"])
+        .await;
+    let names: Vec<&str> = sorted
+        .lines()
+        .filter(|line| !line.contains("kube-root-ca"))
+        .collect();
+    assert_eq!(
+        names,
+        ["configmap/second", "configmap/first", "configmap/third"],
+        "{binary}: {sorted}"
+    );
+    let table = owner
+        .ok(&["get", "configmaps", "--sort-by=.data.order"])
+        .await;
+    assert!(table.starts_with("NAME"), "{binary}: {table}");
+    let everything = owner.ok(&["auth", "can-i", "--list"]).await;
+    assert!(
+        everything
+            .lines()
+            .any(|l| l.split_whitespace().eq(["*.*", "[]", "[]", "[*]"])),
+        "{binary}: {everything}"
+    );
+    owner.ok(&["create", "namespace", "tool-a"]).await;
+    let tool = Kubectl::for_tool(binary, &cluster, "a");
+    let own = tool.ok(&["auth", "can-i", "--list", "-n", "tool-a"]).await;
+    let rule = |resource: &str| {
+        own.lines()
+            .find(|l| l.split_whitespace().next() == Some(resource))
+            .unwrap_or_else(|| panic!("{binary}: no rule for {resource} in\n{own}"))
+            .to_owned()
+    };
+    assert!(
+        rule("jobs.batch")
+            .ends_with("[get list watch create update patch delete deletecollection]"),
+        "{binary}: {own}"
+    );
+    assert!(
+        rule("resourcequotas").ends_with("[get list watch]"),
+        "{binary}: {own}"
+    );
+    assert!(rule("namespaces").contains("[tool-a]"), "{binary}: {own}");
+    let elsewhere = tool.ok(&["auth", "can-i", "--list", "-n", "tool-b"]).await;
+    assert!(!elsewhere.contains("jobs.batch"), "{binary}: {elsewhere}");
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "main", "image": "busybox", "command": ["sleep", "60"]}]}}))
+    .expect("valid");
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .expect("created");
+    pods.patch_status(
+        "p",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"phase": "Running"}})),
+    )
+    .await
+    .expect("running");
+    for args in [
+        &["exec", "p", "--", "true"][..],
+        &["cp", "p:/etc/hostname", "copied"],
+        &["attach", "p"],
+        &["port-forward", "pod/p", "0:80"],
+    ] {
+        let refused = owner.run(args).await;
+        assert!(!refused.success, "{binary} {args:?}");
+        assert!(
+            refused
+                .stderr
+                .contains("not supported by the toolforge local cluster"),
+            "{binary} {args:?}: {}",
+            refused.stderr
+        );
+    }
+    cluster.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_27_api_layer() {
+    api_layer(&sdk("1.27")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_33_api_layer() {
+    api_layer(&sdk("1.33")).await;
+}
+
+/// `kubectl apply --prune -l` walks its default allowlist (`Secret`, `DaemonSet`, `StatefulSet`, `Ingress`, ...), so
+/// every kind of it must be served; the stored-only kinds apply, print and prune like the others, and an
+/// autoscaling/v1 HPA reads back through v2.
+async fn prune(binary: &str) {
+    let cluster = LocalCluster::start(Options::default())
+        .await
+        .expect("cluster starts");
+    let kubectl = Kubectl::new(binary, &cluster);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let write = |name: &str, content: &str| {
+        std::fs::write(dir.path().join(name), content).expect("manifest written");
+    };
+    write(
+        "secret.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: token\n  labels: {app: x}\nstringData:\n  key: value\n",
+    );
+    write(
+        "daemonset.yaml",
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: agent\n  labels: {app: x}\nspec:\n  selector:\n    matchLabels: {name: agent}\n  template:\n    metadata:\n      labels: {name: agent}\n    spec:\n      containers:\n      - name: agent\n        image: busybox\n",
+    );
+    write(
+        "hpa.yaml",
+        "apiVersion: autoscaling/v1\nkind: HorizontalPodAutoscaler\nmetadata:\n  name: web\n  labels: {app: x}\nspec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}\n  maxReplicas: 3\n  targetCPUUtilizationPercentage: 70\n",
+    );
+    write(
+        "configmap.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\n  labels: {app: x}\n",
+    );
+    let path = dir.path().display().to_string();
+    let applied = kubectl
+        .ok(&["apply", "--prune", "-l", "app=x", "-f", &path])
+        .await;
+    for line in [
+        "secret/token created",
+        "daemonset.apps/agent created",
+        "horizontalpodautoscaler.autoscaling/web created",
+        "configmap/kept created",
+    ] {
+        assert!(applied.contains(line), "{binary}: {applied}");
+    }
+    let secrets = kubectl.ok(&["get", "secrets"]).await;
+    let row: Vec<&str> = secrets
+        .lines()
+        .find(|l| l.starts_with("token"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        row.get(1..3),
+        Some(&["Opaque", "1"][..]),
+        "{binary}: {secrets}"
+    );
+    let target = kubectl
+        .ok(&[
+            "get",
+            "hpa.v2.autoscaling",
+            "web",
+            "-o",
+            "jsonpath={.spec.metrics[0].resource.target.averageUtilization} {.spec.minReplicas}",
+        ])
+        .await;
+    assert_eq!(target, "70 1", "{binary}");
+    let invalid = kubectl.file(
+        "bad-daemonset.yaml",
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: bad\nspec:\n  selector:\n    matchLabels: {name: a}\n  template:\n    metadata:\n      labels: {name: b}\n    spec:\n      containers:\n      - name: c\n        image: busybox\n",
+    );
+    let refused = kubectl.run(&["apply", "-f", &invalid]).await;
+    assert!(
+        !refused.success
+            && refused
+                .stderr
+                .contains("spec.template.metadata.labels: Invalid value"),
+        "{binary}: {}",
+        refused.stderr
+    );
+    for name in ["secret.yaml", "daemonset.yaml", "hpa.yaml"] {
+        std::fs::remove_file(dir.path().join(name)).expect("removed");
+    }
+    let pruned = kubectl
+        .ok(&["apply", "--prune", "-l", "app=x", "-f", &path])
+        .await;
+    for line in [
+        "configmap/kept unchanged",
+        "secret/token pruned",
+        "daemonset.apps/agent pruned",
+    ] {
+        assert!(pruned.contains(line), "{binary}: {pruned}");
+    }
+    cluster.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_27_prunes_with_its_default_allowlist() {
+    prune(&sdk("1.27")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_33_prunes_with_its_default_allowlist() {
+    prune(&sdk("1.33")).await;
 }
 
 fn sdk(version: &str) -> String {

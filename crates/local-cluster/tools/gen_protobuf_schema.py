@@ -21,6 +21,7 @@ PB = glob.glob(REGISTRY + "k8s-pb-0.9.*/src")[0]
 OPENAPI = glob.glob(REGISTRY + "k8s-openapi-0.29.*/src/v1_33")[0]
 
 MODULES = ["api/core/v1", "api/batch/v1", "api/apps/v1", "api/coordination/v1", "api/events/v1",
+           "api/networking/v1", "api/autoscaling/v1", "api/autoscaling/v2",
            "apimachinery/pkg/apis/meta/v1", "apimachinery/pkg/api/resource", "apimachinery/pkg/util/intstr",
            "apimachinery/pkg/runtime", "api/authorization/v1", "api/authentication/v1", "api/authentication/v1beta1",
            "api/authentication/v1alpha1"]
@@ -30,8 +31,15 @@ ROOTS = [("v1", "Pod", "api/core/v1"), ("v1", "ConfigMap", "api/core/v1"), ("v1"
          ("batch/v1", "CronJob", "api/batch/v1"), ("apps/v1", "Deployment", "api/apps/v1"),
          ("apps/v1", "ReplicaSet", "api/apps/v1"), ("coordination.k8s.io/v1", "Lease", "api/coordination/v1"),
          ("events.k8s.io/v1", "Event", "api/events/v1"),
-         # `kubectl auth can-i` and `kubectl auth whoami` (v1, then v1beta1 and v1alpha1 on a 404).
+         ("v1", "Secret", "api/core/v1"), ("v1", "Endpoints", "api/core/v1"),
+         ("v1", "PersistentVolumeClaim", "api/core/v1"), ("v1", "PersistentVolume", "api/core/v1"),
+         ("v1", "ReplicationController", "api/core/v1"), ("apps/v1", "DaemonSet", "api/apps/v1"),
+         ("apps/v1", "StatefulSet", "api/apps/v1"), ("networking.k8s.io/v1", "Ingress", "api/networking/v1"),
+         ("autoscaling/v1", "HorizontalPodAutoscaler", "api/autoscaling/v1"),
+         ("autoscaling/v2", "HorizontalPodAutoscaler", "api/autoscaling/v2"),
+         # `kubectl auth can-i` (and `--list`) and `kubectl auth whoami` (v1, then v1beta1 and v1alpha1 on a 404).
          ("authorization.k8s.io/v1", "SelfSubjectAccessReview", "api/authorization/v1"),
+         ("authorization.k8s.io/v1", "SelfSubjectRulesReview", "api/authorization/v1"),
          ("authentication.k8s.io/v1", "SelfSubjectReview", "api/authentication/v1"),
          ("authentication.k8s.io/v1beta1", "SelfSubjectReview", "api/authentication/v1beta1"),
          ("authentication.k8s.io/v1alpha1", "SelfSubjectReview", "api/authentication/v1alpha1")]

@@ -98,15 +98,45 @@ fn verbs(resource: &ResourceType) -> &'static [&'static str] {
     }
 }
 
-fn subresources(
-    resource: &ResourceType,
-) -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+/// A subresource as discovery lists it: its name, the kind it answers with and the verbs it takes.
+struct Subresource {
+    name: &'static str,
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    verbs: &'static [&'static str],
+}
+
+fn subresources(resource: &ResourceType) -> Vec<Subresource> {
     let mut out = Vec::new();
     if resource.has_status {
-        out.push(("status", resource.group, resource.version, resource.kind));
+        out.push(Subresource {
+            name: "status",
+            group: resource.group,
+            version: resource.version,
+            kind: resource.kind,
+            verbs: SUBRESOURCE_VERBS,
+        });
     }
     if resource.has_scale {
-        out.push(("scale", "autoscaling", "v1", "Scale"));
+        out.push(Subresource {
+            name: "scale",
+            group: "autoscaling",
+            version: "v1",
+            kind: "Scale",
+            verbs: SUBRESOURCE_VERBS,
+        });
+    }
+    // Logs are the one pod subresource the kubelet serves; clients such as kubectl and the official client's
+    // dynamic discovery look for it before they read a log.
+    if resource.group.is_empty() && resource.plural == "pods" {
+        out.push(Subresource {
+            name: "log",
+            group: "",
+            version: "v1",
+            kind: "Pod",
+            verbs: &["get"],
+        });
     }
     out
 }
@@ -114,8 +144,9 @@ fn subresources(
 fn aggregated_resource(resource: &ResourceType) -> Value {
     let subresources: Vec<Value> = subresources(resource)
         .into_iter()
-        .map(|(name, group, version, kind)| {
-            json!({"subresource": name, "responseKind": {"group": group, "version": version, "kind": kind}, "verbs": SUBRESOURCE_VERBS})
+        .map(|sub| {
+            json!({"subresource": sub.name, "responseKind": {"group": sub.group, "version": sub.version, "kind": sub.kind},
+                "verbs": sub.verbs})
         })
         .collect();
     let mut entry = json!({
@@ -253,14 +284,14 @@ pub(crate) fn resource_list(
             entry["categories"] = json!(resource.categories);
         }
         entries.push(entry);
-        for (name, sub_group, sub_version, kind) in subresources(resource) {
-            let mut sub = json!({"name": format!("{}/{name}", resource.plural), "singularName": "", "namespaced": resource.namespaced,
-                "kind": kind, "verbs": SUBRESOURCE_VERBS});
-            if name == "scale" {
-                sub["group"] = json!(sub_group);
-                sub["version"] = json!(sub_version);
+        for sub in subresources(resource) {
+            let mut entry = json!({"name": format!("{}/{}", resource.plural, sub.name), "singularName": "",
+                "namespaced": resource.namespaced, "kind": sub.kind, "verbs": sub.verbs});
+            if sub.group != resource.group {
+                entry["group"] = json!(sub.group);
+                entry["version"] = json!(sub.version);
             }
-            entries.push(sub);
+            entries.push(entry);
         }
     }
     let group_version = if group.is_empty() {

@@ -109,9 +109,13 @@ fn is_open(path: &str) -> bool {
 /// 415 unless a write's body is in an API media type, which keeps a browser's form posts (`text/plain`, form
 /// encodings) out. A create or replace without `Content-Type` is JSON, as kube-apiserver reads it (the official
 /// Python client sends none); a browser cannot send one unnoticed, as it adds an `Origin`. A patch names its type.
+/// A connection upgrade (kubectl exec's SPDY POST, which has no body) is not a write, and browsers cannot send the
+/// `Upgrade` header on a POST.
 fn check_media_type(request: &Request) -> Result<(), ApiError> {
     let method = request.method();
-    if !matches!(*method, Method::POST | Method::PUT | Method::PATCH) {
+    if !matches!(*method, Method::POST | Method::PUT | Method::PATCH)
+        || request.headers().contains_key(header::UPGRADE)
+    {
         return Ok(());
     }
     let media_type = request

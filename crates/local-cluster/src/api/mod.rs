@@ -22,6 +22,8 @@ pub(crate) mod request_info;
 mod resource;
 mod review;
 mod scale;
+mod stored_table;
+mod streams;
 mod table;
 mod watch;
 
@@ -72,6 +74,41 @@ fn json(body: &Value) -> Response {
 
 /// The complete API server.
 pub(crate) fn router(state: ClusterState) -> Router {
+    use tower::ServiceExt as _;
+    // Routing happens inside `routes`, so the path is normalized before it reaches them.
+    Router::new().fallback_service(routes(state).map_request(trim_trailing_slash))
+}
+
+/// kube-apiserver serves `/version/`, `/api/`, `/apis/batch/v1/`, `/api/v1/namespaces/default/pods/` … as the
+/// paths without the slash (go-restful trims it, and so does its `RequestInfo`); kr8s relies on it. Other paths
+/// (`/openapi/v2`, `/healthz`) are exact matches there and stay so here.
+fn trim_trailing_slash(mut request: axum::extract::Request) -> axum::extract::Request {
+    let path = request.uri().path();
+    let trimmed = path.trim_end_matches('/');
+    let served = ["/version", "/api", "/apis"].iter().any(|prefix| {
+        trimmed
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    });
+    if trimmed.len() == path.len() || !served {
+        return request;
+    }
+    let path_and_query = match request.uri().query() {
+        Some(query) => format!("{trimmed}?{query}"),
+        None => trimmed.to_owned(),
+    };
+    let mut parts = request.uri().clone().into_parts();
+    if let Ok(rewritten) = path_and_query.parse() {
+        parts.path_and_query = Some(rewritten);
+        if let Ok(uri) = axum::http::Uri::from_parts(parts) {
+            *request.uri_mut() = uri;
+        }
+    }
+    request
+}
+
+/// The routes, with the middleware that runs once a request is routed.
+fn routes(state: ClusterState) -> Router {
     Router::new()
         .route("/version", get(|| async { json(&discovery::version()) }))
         .route("/healthz", get(|| async { "ok" }))
@@ -150,6 +187,10 @@ pub(crate) fn router(state: ClusterState) -> Router {
         .route(
             "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
             axum::routing::post(review::access_review),
+        )
+        .route(
+            "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+            axum::routing::post(review::rules_review),
         )
         .route(
             "/apis/authentication.k8s.io/{version}/selfsubjectreviews",

@@ -4,23 +4,33 @@
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::table;
+use super::table::{self, RowObject};
+use crate::registry::api_error::ApiError;
 use crate::registry::resources::ResourceType;
 
 /// How objects are rendered in a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Representation {
     Object,
-    Table,
+    Table(RowObject),
     Metadata,
 }
 
 impl Representation {
-    /// Chooses from the client's first preference, the one kubectl and kube-rs rely on.
-    pub(crate) fn from_accept(accept: &str) -> Self {
+    /// Chooses from the client's first preference, the one kubectl and kube-rs rely on, and for a Table what its
+    /// rows carry (the `includeObject` query parameter, validated only when a Table is asked for, as the API
+    /// server does).
+    pub(crate) fn negotiate(accept: &str, include_object: Option<&str>) -> Result<Self, ApiError> {
+        Ok(match Self::from_accept(accept) {
+            Representation::Table(_) => Representation::Table(RowObject::parse(include_object)?),
+            other => other,
+        })
+    }
+
+    fn from_accept(accept: &str) -> Self {
         let first = accept.split(',').next().unwrap_or_default();
         if first.contains("as=Table") {
-            Representation::Table
+            Representation::Table(RowObject::Metadata)
         } else if first.contains("as=PartialObjectMetadata") {
             Representation::Metadata
         } else {
@@ -32,8 +42,8 @@ impl Representation {
     pub(crate) fn single(self, resource: &ResourceType, object: &Value, now: Timestamp) -> Value {
         match self {
             Representation::Object => resource.present(object.clone()),
-            Representation::Table => {
-                table::table(resource, std::slice::from_ref(object), None, now)
+            Representation::Table(rows) => {
+                table::table(resource, std::slice::from_ref(object), None, now, rows)
             }
             Representation::Metadata => partial(object),
         }
@@ -74,8 +84,8 @@ impl Representation {
                 list
             }
             Representation::Object => list,
-            Representation::Table => {
-                let mut table = table::table(resource, &items(), resource_version, now);
+            Representation::Table(rows) => {
+                let mut table = table::table(resource, &items(), resource_version, now, rows);
                 table["metadata"] = list["metadata"].clone();
                 table
             }
@@ -105,7 +115,10 @@ mod tests {
     #[test]
     fn first_accept_entry_decides() {
         let table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-        assert_eq!(Representation::from_accept(table), Representation::Table);
+        assert_eq!(
+            Representation::from_accept(table),
+            Representation::Table(RowObject::Metadata)
+        );
         assert_eq!(
             Representation::from_accept(
                 "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
@@ -117,6 +130,34 @@ mod tests {
             Representation::Object
         );
         assert_eq!(Representation::from_accept(""), Representation::Object);
+    }
+
+    #[test]
+    fn table_rows_carry_what_include_object_asks_for() {
+        let table = "application/json;as=Table;v=v1;g=meta.k8s.io";
+        let jobs = find("batch", "v1", "jobs").expect("served");
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "a"}, "status": {"startTime": "2026-01-01T00:00:00Z"}});
+        let row = |include: Option<&str>| {
+            let representation = Representation::negotiate(table, include).expect("valid");
+            representation.single(jobs, &job, Timestamp::now())["rows"][0]["object"].clone()
+        };
+        assert_eq!(row(None)["kind"], "PartialObjectMetadata");
+        assert_eq!(row(Some("Metadata"))["metadata"]["name"], "a");
+        assert_eq!(row(Some("Object")), job);
+        assert_eq!(row(Some("None")), Value::Null);
+        let invalid = Representation::negotiate(table, Some("All")).expect_err("unsupported");
+        assert_eq!(invalid.code, 422);
+        assert!(
+            invalid
+                .message
+                .starts_with("TableOptions.meta.k8s.io \"\" is invalid: includeObject: Unsupported value: \"All\""),
+            "{}",
+            invalid.message
+        );
+        assert_eq!(
+            Representation::negotiate("application/json", Some("All")).expect("not a Table"),
+            Representation::Object
+        );
     }
 
     #[test]

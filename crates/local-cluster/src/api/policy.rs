@@ -5,11 +5,12 @@
 //! Toolforge's image table), and nothing cluster-wide (so no custom resource definitions); every authenticated identity may read discovery and OpenAPI and review its own
 //! access. Denials carry Kubernetes' RBAC wording.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::api::request_info::{RequestInfo, ResourceAttributes};
 use crate::auth::{ADMIN_GROUP, Identity};
 use crate::registry::api_error::ApiError;
+use crate::registry::resources::ResourceType;
 
 /// Namespaces whose ConfigMaps every identity may read.
 const PUBLIC_CONFIGMAP_NAMESPACES: [&str; 2] = ["kube-public", "tf-public"];
@@ -79,6 +80,117 @@ fn tool_may(verb: &str, resource: &ResourceAttributes) -> bool {
         return false;
     }
     !read_only || is_read(verb)
+}
+
+/// What rules are merged by: API group, verbs and the one name a rule may be limited to.
+type RuleKey<'a> = (&'a str, Vec<&'a str>, Option<&'a str>);
+
+/// The verbs a rule may grant on a resource, in RBAC's order.
+const VERBS: [&str; 8] = [
+    "get",
+    "list",
+    "watch",
+    "create",
+    "update",
+    "patch",
+    "delete",
+    "deletecollection",
+];
+
+/// What `identity` may do in `namespace`, as the `status` of a `SelfSubjectRulesReview` (`kubectl auth can-i
+/// --list`): `resourceRules` and `nonResourceRules` in RBAC's shape. The rules are found by asking [`allows`]
+/// about every verb on every served type and subresource (and the self-reviews), so they cannot disagree with
+/// what the server enforces; the owner's are RBAC's wildcards, as for `cluster-admin`.
+pub(crate) fn rules(
+    identity: &Identity,
+    namespace: &str,
+    served: &[&'static ResourceType],
+) -> Value {
+    if identity.in_group(ADMIN_GROUP) {
+        return json!({
+            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+            "incomplete": false,
+        });
+    }
+    // (group, resource with subresource, whether cluster-scoped, the one name a rule may be limited to)
+    let mut candidates: Vec<(&str, String, bool, Option<&str>)> = Vec::new();
+    for resource in served {
+        let own_namespace = resource.group.is_empty() && resource.plural == "namespaces";
+        let name = own_namespace.then_some(namespace);
+        let cluster_scoped = !resource.namespaced && !own_namespace;
+        let mut parts = vec![resource.plural.to_owned()];
+        if resource.has_status {
+            parts.push(format!("{}/status", resource.plural));
+        }
+        if resource.has_scale {
+            parts.push(format!("{}/scale", resource.plural));
+        }
+        if resource.builtin("pods") {
+            parts.push("pods/log".to_owned());
+        }
+        for part in parts {
+            candidates.push((resource.group, part, cluster_scoped, name));
+        }
+    }
+    for (group, resource) in SELF_REVIEWS {
+        candidates.push((group, resource.to_owned(), true, None));
+    }
+    // Rules with the same group, verbs and names are merged, as RBAC roles list several resources in one rule.
+    let mut grouped: Vec<(RuleKey, Vec<String>)> = Vec::new();
+    for (group, part, cluster_scoped, name) in candidates {
+        let (resource, subresource) = match part.split_once('/') {
+            Some((resource, subresource)) => (resource.to_owned(), Some(subresource.to_owned())),
+            None => (part.clone(), None),
+        };
+        let attributes = ResourceAttributes {
+            group: group.to_owned(),
+            resource,
+            subresource,
+            namespace: (!cluster_scoped).then(|| namespace.to_owned()),
+            name: name.map(str::to_owned),
+        };
+        let verbs: Vec<&str> = VERBS
+            .into_iter()
+            .filter(|verb| {
+                allows(
+                    identity,
+                    &RequestInfo {
+                        verb: (*verb).to_owned(),
+                        resource: Some(attributes.clone()),
+                        path: String::new(),
+                    },
+                )
+            })
+            .collect();
+        if verbs.is_empty() {
+            continue;
+        }
+        let key = (group, verbs, name);
+        match grouped.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, resources)) => resources.push(part),
+            None => grouped.push((key, vec![part])),
+        }
+    }
+    let resource_rules: Vec<Value> = grouped
+        .into_iter()
+        .map(|((group, verbs, name), resources)| {
+            let mut rule = json!({"verbs": verbs, "apiGroups": [group], "resources": resources});
+            if let Some(name) = name {
+                rule["resourceNames"] = json!([name]);
+            }
+            rule
+        })
+        .collect();
+    let urls: Vec<String> = PUBLIC_PATH_PREFIXES
+        .iter()
+        .flat_map(|prefix| [(*prefix).to_owned(), format!("{prefix}/*")])
+        .collect();
+    json!({
+        "resourceRules": resource_rules,
+        "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": urls}],
+        "incomplete": false,
+    })
 }
 
 /// The 403 Kubernetes answers when its authorizer denies `request`.
@@ -223,6 +335,49 @@ mod tests {
             &Identity::admin(),
             &request(&Method::DELETE, "/api/v1/namespaces/tool-b")
         ));
+    }
+
+    #[test]
+    fn rules_list_what_a_tool_may_do_in_a_namespace() {
+        let served: Vec<&'static ResourceType> =
+            crate::registry::resources::RESOURCES.iter().collect();
+        let own = rules(&tool("a"), "tool-a", &served);
+        let rules_for = |status: &Value, resource: &str| -> Vec<Value> {
+            status["resourceRules"]
+                .as_array()
+                .expect("rules")
+                .iter()
+                .filter(|r| {
+                    r["resources"]
+                        .as_array()
+                        .is_some_and(|l| l.iter().any(|x| x == resource))
+                })
+                .cloned()
+                .collect()
+        };
+        assert_eq!(rules_for(&own, "jobs")[0]["verbs"], json!(VERBS));
+        assert_eq!(rules_for(&own, "jobs")[0]["apiGroups"], json!(["batch"]));
+        assert_eq!(
+            rules_for(&own, "resourcequotas")[0]["verbs"],
+            json!(["get", "list", "watch"])
+        );
+        let namespace = &rules_for(&own, "namespaces")[0];
+        assert_eq!(namespace["resourceNames"], json!(["tool-a"]));
+        assert!(rules_for(&own, "nodes").is_empty());
+        assert_eq!(
+            rules_for(&own, "selfsubjectrulesreviews")[0]["verbs"],
+            json!(["create"])
+        );
+        let other = rules(&tool("a"), "tool-b", &served);
+        assert!(rules_for(&other, "jobs").is_empty());
+        assert!(
+            other["nonResourceRules"][0]["nonResourceURLs"]
+                .as_array()
+                .expect("urls")
+                .contains(&json!("/version"))
+        );
+        let owner = rules(&Identity::admin(), "tool-b", &served);
+        assert_eq!(owner["resourceRules"][0]["resources"], json!(["*"]));
     }
 
     #[test]

@@ -76,7 +76,7 @@ fn dispatch(
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
     check_acceptable(accept)?;
-    let representation = Representation::from_accept(accept);
+    let representation = Representation::negotiate(accept, query.get("includeObject"))?;
     let namespace = target.namespace.as_deref().unwrap_or_default();
     let part = match target.subresource.as_deref() {
         None => Part::Main,
@@ -84,7 +84,7 @@ fn dispatch(
         Some("scale") if resource.has_scale => {
             return scale::serve(state, method, target, query, headers, body);
         }
-        Some(_) => return Err(ApiError::path_not_found()),
+        Some(subresource) => return Err(unserved_subresource(target, subresource)),
     };
     match (method, &target.name) {
         (&Method::GET, None) if part == Part::Main => {
@@ -181,6 +181,17 @@ pub(crate) fn write_options(query: &Query, headers: &HeaderMap) -> Result<WriteO
         user_agent: Some(user_agent.to_owned()),
         ..query.write_options()?
     })
+}
+
+/// A subresource that is not served: the pods' streaming ones say so, others are not found.
+fn unserved_subresource(target: &Target, subresource: &str) -> ApiError {
+    let name = target.name.as_deref().unwrap_or_default();
+    target
+        .resource
+        .builtin("pods")
+        .then(|| super::streams::unsupported(subresource, name))
+        .flatten()
+        .unwrap_or_else(ApiError::path_not_found)
 }
 
 fn get_one(

@@ -1,18 +1,18 @@
-//! The self-reviews: `SelfSubjectAccessReview` (`kubectl auth can-i`), answered by the same policy that
-//! authorizes requests, and `SelfSubjectReview` (`kubectl auth whoami`), which tells the caller who the server
+//! The self-reviews: `SelfSubjectAccessReview` (`kubectl auth can-i`) and `SelfSubjectRulesReview` (`kubectl
+//! auth can-i --list`), answered by the same policy that authorizes requests, and `SelfSubjectReview` (`kubectl auth whoami`), which tells the caller who the server
 //! thinks it is. kubectl's typed clients send protobuf bodies, decoded as every other body is. Answers are JSON, which
 //! every client accepts.
 
 use axum::Extension;
 use axum::body::Bytes;
-use axum::extract::Path;
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::json;
 use super::policy;
 use super::request_info::{RequestInfo, ResourceAttributes};
+use super::{ClusterState, json};
 use crate::auth::Identity;
 use crate::registry::api_error::ApiError;
 use crate::registry::resources::RESOURCES;
@@ -98,6 +98,30 @@ pub(super) async fn access_review(
         "metadata": {"creationTimestamp": null},
         "spec": spec,
         "status": {"allowed": allowed},
+    }))
+}
+
+/// `POST /apis/authorization.k8s.io/v1/selfsubjectrulesreviews`.
+pub(super) async fn rules_review(
+    State(state): State<ClusterState>,
+    Extension(identity): Extension<Identity>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let review = match super::resource::parse_body(&headers, &body) {
+        Ok(review) => review,
+        Err(error) => return error.into_response(),
+    };
+    let spec = review.get("spec").cloned().unwrap_or_else(|| json!({}));
+    let Some(namespace) = non_empty(&spec, "namespace") else {
+        return ApiError::bad_request("no namespace on request").into_response();
+    };
+    created(&json!({
+        "kind": "SelfSubjectRulesReview",
+        "apiVersion": "authorization.k8s.io/v1",
+        "metadata": {"creationTimestamp": null},
+        "spec": spec,
+        "status": policy::rules(&identity, &namespace, &state.served()),
     }))
 }
 

@@ -3,16 +3,66 @@
 
 use serde_json::{Value, json};
 
+use crate::registry::api_error::{ApiError, FieldError};
 use crate::registry::custom::Custom;
 use crate::registry::meta;
 use crate::registry::resources::ResourceType;
 
-/// A Table of `objects` (one row each), with ages as of the cluster time `now`.
+/// What each row carries besides its cells (`includeObject`): kubectl asks for the whole object when it sorts
+/// (`--sort-by`) or prints with a template, and for none with `--no-headers`-style custom columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RowObject {
+    None,
+    /// The default: `PartialObjectMetadata`.
+    Metadata,
+    Object,
+}
+
+impl RowObject {
+    /// Reads the `includeObject` query parameter as the API server validates it.
+    pub(crate) fn parse(value: Option<&str>) -> Result<Self, ApiError> {
+        match value.unwrap_or_default() {
+            "" | "Metadata" => Ok(RowObject::Metadata),
+            "None" => Ok(RowObject::None),
+            "Object" => Ok(RowObject::Object),
+            other => Err(ApiError::invalid_options(
+                "TableOptions",
+                &[FieldError::not_supported(
+                    "includeObject",
+                    &json!(other),
+                    &["Metadata", "None", "Object"],
+                )],
+            )),
+        }
+    }
+
+    fn render(self, resource: &ResourceType, object: &Value) -> Value {
+        match self {
+            RowObject::None => Value::Null,
+            RowObject::Metadata => json!({
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": object.get("metadata").cloned().unwrap_or_else(|| json!({})),
+            }),
+            RowObject::Object => {
+                let mut full = resource.present(object.clone());
+                if let Some(map) = full.as_object_mut() {
+                    map.insert("apiVersion".into(), Value::from(resource.api_version()));
+                    map.insert("kind".into(), Value::from(resource.kind));
+                }
+                full
+            }
+        }
+    }
+}
+
+/// A Table of `objects` (one row each, carrying `row_object`), with ages as of the cluster time `now`.
 pub(crate) fn table(
     resource: &ResourceType,
     objects: &[Value],
     resource_version: Option<String>,
     now: jiff::Timestamp,
+    row_object: RowObject,
 ) -> Value {
     let columns: Vec<Value> = columns(resource)
         .iter()
@@ -26,11 +76,7 @@ pub(crate) fn table(
         .map(|object| {
             json!({
                 "cells": cells(resource, object, now),
-                "object": {
-                    "kind": "PartialObjectMetadata",
-                    "apiVersion": "meta.k8s.io/v1",
-                    "metadata": object.get("metadata").cloned().unwrap_or_else(|| json!({})),
-                },
+                "object": row_object.render(resource, object),
             })
         })
         .collect();
@@ -41,7 +87,7 @@ pub(crate) fn table(
     json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "columnDefinitions": columns, "rows": rows})
 }
 
-type Column = (&'static str, &'static str, u8);
+pub(super) type Column = (&'static str, &'static str, u8);
 
 #[expect(
     clippy::too_many_lines,
@@ -148,7 +194,8 @@ fn columns(resource: &ResourceType) -> Vec<Column> {
             ("Limit", "string", 0),
         ],
         "limitranges" => vec![("Name", "string", 0), ("Created At", "date", 0)],
-        _ => vec![("Name", "string", 0), ("Age", "string", 0)],
+        other => super::stored_table::columns(other)
+            .unwrap_or_else(|| vec![("Name", "string", 0), ("Age", "string", 0)]),
     };
     if matches!(
         resource.plural,
@@ -159,11 +206,11 @@ fn columns(resource: &ResourceType) -> Vec<Column> {
     out
 }
 
-fn int(object: &Value, path: &[&str]) -> i64 {
+pub(super) fn int(object: &Value, path: &[&str]) -> i64 {
     meta::at(object, path).and_then(Value::as_i64).unwrap_or(0)
 }
 
-fn text(object: &Value, path: &[&str]) -> String {
+pub(super) fn text(object: &Value, path: &[&str]) -> String {
     meta::str_at(object, path).unwrap_or_default().to_owned()
 }
 
@@ -222,7 +269,8 @@ fn cells(resource: &ResourceType, object: &Value, now: jiff::Timestamp) -> Vec<V
             name,
             json!(text(object, &["metadata", "creationTimestamp"])),
         ],
-        _ => vec![name, json!(created)],
+        other => super::stored_table::cells(other, object, name.clone(), &created)
+            .unwrap_or_else(|| vec![name, json!(created)]),
     }
 }
 
@@ -278,7 +326,7 @@ fn json_path<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
 }
 
 /// The container names and images of the pod template under `spec_path`, comma-separated.
-fn template_columns(object: &Value, spec_path: &[&str]) -> [Value; 2] {
+pub(super) fn template_columns(object: &Value, spec_path: &[&str]) -> [Value; 2] {
     let mut path = spec_path.to_vec();
     path.extend(["template", "spec", "containers"]);
     let containers = meta::at(object, &path)
@@ -297,7 +345,7 @@ fn template_columns(object: &Value, spec_path: &[&str]) -> [Value; 2] {
 }
 
 /// The label selector at `path`, as kubectl prints it.
-fn selector_column(object: &Value, path: &[&str]) -> Value {
+pub(super) fn selector_column(object: &Value, path: &[&str]) -> Value {
     Value::from(selector_text(meta::at(object, path)))
 }
 
@@ -692,7 +740,13 @@ mod tests {
                 "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}},
             "status": {"succeeded": 2, "conditions": [{"type": "Complete", "status": "True"}],
                 "startTime": "2020-01-01T00:00:00Z", "completionTime": "2020-01-01T00:00:07Z"}});
-        let table = table(jobs, &[job], Some("5".into()), jiff::Timestamp::now());
+        let table = table(
+            jobs,
+            &[job],
+            Some("5".into()),
+            jiff::Timestamp::now(),
+            RowObject::Metadata,
+        );
         assert_eq!(
             table["rows"][0]["cells"],
             json!([

@@ -1,7 +1,9 @@
 //! Watch streams: newline-delimited JSON events over a chunked 200 response, flushed per event, as kube-rs'
 //! watcher and kubectl read them (reference §1.12). Handles the start point (`resourceVersion` unset, `0` or N),
-//! selector transitions (ADDED/DELETED when an object enters or leaves the filter), bookmarks, streaming lists
-//! (`sendInitialEvents`), `timeoutSeconds`, and 410/504 ERROR events inside the stream.
+//! selector transitions (ADDED/DELETED when an object enters or leaves the filter), bookmarks,
+//! `timeoutSeconds`, and 410/504 ERROR events inside the stream. Streaming lists (`sendInitialEvents`) are refused
+//! with 422, as Kubernetes 1.33 refuses them with its `WatchList` feature gate off by default; clients fall back to
+//! list and watch.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -44,28 +46,31 @@ pub(crate) fn serve(
     representation: Representation,
 ) -> Result<Response, ApiError> {
     let filter = query.filter(resource)?;
-    let send_initial = query.get("sendInitialEvents").map(|v| v == "true");
+    let send_initial = query
+        .get("sendInitialEvents")
+        .is_some_and(|v| !v.is_empty());
     let rv_match = query.get("resourceVersionMatch").filter(|v| !v.is_empty());
-    match (send_initial, rv_match) {
-        (Some(true), m) if m != Some("NotOlderThan") => {
-            return Err(ApiError::invalid_options(
-                "ListOptions",
-                &[FieldError::forbidden(
-                    "resourceVersionMatch",
-                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-                )],
+    // Kubernetes 1.33's validation of watch options, with the WatchList feature gate off by default.
+    let mut errors = Vec::new();
+    if send_initial {
+        if rv_match != Some("NotOlderThan") {
+            errors.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
             ));
         }
-        (None, Some(_)) => {
-            return Err(ApiError::invalid_options(
-                "ListOptions",
-                &[FieldError::forbidden(
-                    "resourceVersionMatch",
-                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-                )],
-            ));
-        }
-        _ => {}
+        errors.push(FieldError::forbidden(
+            "sendInitialEvents",
+            "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+        ));
+    } else if rv_match.is_some() {
+        errors.push(FieldError::forbidden(
+            "resourceVersionMatch",
+            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+        ));
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::invalid_options("ListOptions", &errors));
     }
     let from = match query
         .get("resourceVersion")
@@ -104,13 +109,10 @@ pub(crate) fn serve(
         timeout,
         bookmark_interval: state.bookmark_interval,
     };
-    let initial_events = send_initial == Some(true);
     let expired = state.faults.take_expire_next_watch();
-    let start_from = if initial_events { None } else { from };
-    let (start, receiver) =
-        state
-            .store
-            .watch_from(resource, watch.namespace.as_deref(), start_from);
+    let (start, receiver) = state
+        .store
+        .watch_from(resource, watch.namespace.as_deref(), from);
     let start = if expired {
         let current = state.store.resource_version();
         WatchStart::Expired(current + 1)
@@ -121,17 +123,7 @@ pub(crate) fn serve(
     let closer = state.faults.watch_closer();
     let shutdown = state.shutdown.clone();
     tokio::spawn(async move {
-        run(
-            watch,
-            start,
-            from,
-            initial_events,
-            receiver,
-            sender,
-            closer,
-            shutdown,
-        )
-        .await;
+        run(watch, start, from, receiver, sender, closer, shutdown).await;
     });
     let stream = futures::stream::poll_fn(move |cx| {
         lines
@@ -196,11 +188,8 @@ impl Watch {
         Some(line(kind, &self.render(&change.object)))
     }
 
-    fn bookmark(&self, resource_version: u64, initial_events_end: bool) -> Bytes {
-        let mut metadata = json!({"resourceVersion": resource_version.to_string()});
-        if initial_events_end {
-            metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
-        }
+    fn bookmark(&self, resource_version: u64) -> Bytes {
+        let metadata = json!({"resourceVersion": resource_version.to_string()});
         line(
             "BOOKMARK",
             &json!({"kind": self.resource.kind, "apiVersion": self.resource.api_version(), "metadata": metadata}),
@@ -240,15 +229,10 @@ async fn catch_up(
     }
 }
 
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the pieces of one watch, gathered by its only caller"
-)]
 async fn run(
     watch: Watch,
     start: WatchStart,
     requested: Option<u64>,
-    initial_events: bool,
     mut receiver: broadcast::Receiver<Arc<Change>>,
     sender: mpsc::Sender<Bytes>,
     mut closer: tokio::sync::watch::Receiver<u64>,
@@ -264,9 +248,6 @@ async fn run(
                 {
                     return;
                 }
-            }
-            if initial_events && sender.send(watch.bookmark(version, true)).await.is_err() {
-                return;
             }
             version
         }
@@ -309,7 +290,7 @@ async fn run(
             _ = closer.changed() => return,
             () = sender.closed() => return,
             _ = ticker.tick(), if watch.bookmarks => {
-                if sender.send(watch.bookmark(last, false)).await.is_err() {
+                if sender.send(watch.bookmark(last)).await.is_err() {
                     return;
                 }
             }

@@ -36,7 +36,7 @@ pub(crate) fn apply(resource: &ResourceType, object: &mut Value) {
             map_at(object, &["metadata", "labels"])
                 .insert("kubernetes.io/metadata.name".into(), Value::from(name));
         }
-        _ => {}
+        other => crate::registry::stored_kinds::apply_defaults(other, object),
     }
 }
 

@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::registry::custom::Custom;
 use crate::registry::decode::{RoundTrip, roundtrip};
 use crate::registry::events_view::{EVENTS, View};
+use crate::registry::hpa_view::HPA_V1;
 
 /// What happens to an owner's dependents when it is deleted (`DeleteOptions.propagationPolicy`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,8 +209,9 @@ macro_rules! resource {
 }
 
 use k8s_openapi::api::{
-    apps::v1 as apps, batch::v1 as batch, coordination::v1 as coordination, core::v1 as core,
-    rbac::v1 as rbac,
+    apps::v1 as apps, autoscaling::v1 as autoscaling_v1, autoscaling::v2 as autoscaling,
+    batch::v1 as batch, coordination::v1 as coordination, core::v1 as core,
+    networking::v1 as networking, rbac::v1 as rbac,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 
@@ -278,6 +280,52 @@ pub static RESOURCES: &[ResourceType] = &[
         default_propagation: Propagation::Background,
         roundtrip: roundtrip::<k8s_openapi::api::events::v1::Event>,
         view: Some(&EVENTS),
+        custom: None,
+    },
+    // Stored only, for `kubectl apply --prune`'s default allowlist: no controller acts on them.
+    resource!("", "v1", "secrets", "secret", "Secret", core::Secret, namespaced: true,
+        short: &[], categories: &[], status: false, scale: false, generation: false,
+        propagation: Propagation::Background),
+    resource!("", "v1", "endpoints", "endpoints", "Endpoints", core::Endpoints, namespaced: true,
+        short: &["ep"], categories: &[], status: false, scale: false, generation: false,
+        propagation: Propagation::Background),
+    resource!("", "v1", "persistentvolumeclaims", "persistentvolumeclaim", "PersistentVolumeClaim",
+        core::PersistentVolumeClaim, namespaced: true, short: &["pvc"], categories: &[], status: true, scale: false,
+        generation: false, propagation: Propagation::Background),
+    resource!("", "v1", "persistentvolumes", "persistentvolume", "PersistentVolume", core::PersistentVolume,
+        namespaced: false, short: &["pv"], categories: &[], status: true, scale: false, generation: false,
+        propagation: Propagation::Background),
+    resource!("", "v1", "replicationcontrollers", "replicationcontroller", "ReplicationController",
+        core::ReplicationController, namespaced: true, short: &["rc"], categories: ALL, status: true, scale: true,
+        generation: true, propagation: Propagation::Background),
+    resource!("apps", "v1", "daemonsets", "daemonset", "DaemonSet", apps::DaemonSet, namespaced: true,
+        short: &["ds"], categories: ALL, status: true, scale: false, generation: true,
+        propagation: Propagation::Background),
+    resource!("apps", "v1", "statefulsets", "statefulset", "StatefulSet", apps::StatefulSet, namespaced: true,
+        short: &["sts"], categories: ALL, status: true, scale: true, generation: true,
+        propagation: Propagation::Background),
+    resource!("networking.k8s.io", "v1", "ingresses", "ingress", "Ingress", networking::Ingress,
+        namespaced: true, short: &["ing"], categories: &[], status: true, scale: false, generation: true,
+        propagation: Propagation::Background),
+    // Stored as autoscaling/v2, Kubernetes' storage version; v1 is a view of it.
+    resource!("autoscaling", "v2", "horizontalpodautoscalers", "horizontalpodautoscaler",
+        "HorizontalPodAutoscaler", autoscaling::HorizontalPodAutoscaler, namespaced: true, short: &["hpa"],
+        categories: ALL, status: true, scale: false, generation: true, propagation: Propagation::Background),
+    ResourceType {
+        group: "autoscaling",
+        version: "v1",
+        plural: "horizontalpodautoscalers",
+        singular: "horizontalpodautoscaler",
+        kind: "HorizontalPodAutoscaler",
+        namespaced: true,
+        short_names: &["hpa"],
+        categories: ALL,
+        has_status: true,
+        has_scale: false,
+        tracks_generation: true,
+        default_propagation: Propagation::Background,
+        roundtrip: roundtrip::<autoscaling_v1::HorizontalPodAutoscaler>,
+        view: Some(&HPA_V1),
         custom: None,
     },
     resource!("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",

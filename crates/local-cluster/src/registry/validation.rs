@@ -351,7 +351,7 @@ fn spec(resource: &ResourceType, object: &Value) -> Vec<FieldError> {
         "deployments" | "replicasets" => replicated_spec(spec),
         "configmaps" => config_map_size(object),
         "customresourcedefinitions" => crate::registry::crd::validate(object),
-        _ => Vec::new(),
+        other => crate::registry::stored_kinds::validate(other, object),
     }
 }
 

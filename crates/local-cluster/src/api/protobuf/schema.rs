@@ -3,6 +3,46 @@
 
 use super::{Field, Kind};
 
+static M_APPS_V1_DAEMONSET: [Field; 3] = [
+    Field { tag: 1, name: "metadata", kind: Kind::Message(&M_APIS_META_V1_OBJECTMETA), repeated: false },
+    Field { tag: 2, name: "spec", kind: Kind::Message(&M_APPS_V1_DAEMONSETSPEC), repeated: false },
+    Field { tag: 3, name: "status", kind: Kind::Message(&M_APPS_V1_DAEMONSETSTATUS), repeated: false },
+];
+
+static M_APPS_V1_DAEMONSETCONDITION: [Field; 5] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "status", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "lastTransitionTime", kind: Kind::Time, repeated: false },
+    Field { tag: 4, name: "reason", kind: Kind::String, repeated: false },
+    Field { tag: 5, name: "message", kind: Kind::String, repeated: false },
+];
+
+static M_APPS_V1_DAEMONSETSPEC: [Field; 5] = [
+    Field { tag: 1, name: "selector", kind: Kind::Message(&M_APIS_META_V1_LABELSELECTOR), repeated: false },
+    Field { tag: 2, name: "template", kind: Kind::Message(&M_CORE_V1_PODTEMPLATESPEC), repeated: false },
+    Field { tag: 3, name: "updateStrategy", kind: Kind::Message(&M_APPS_V1_DAEMONSETUPDATESTRATEGY), repeated: false },
+    Field { tag: 4, name: "minReadySeconds", kind: Kind::Int, repeated: false },
+    Field { tag: 6, name: "revisionHistoryLimit", kind: Kind::Int, repeated: false },
+];
+
+static M_APPS_V1_DAEMONSETSTATUS: [Field; 10] = [
+    Field { tag: 1, name: "currentNumberScheduled", kind: Kind::Int, repeated: false },
+    Field { tag: 2, name: "numberMisscheduled", kind: Kind::Int, repeated: false },
+    Field { tag: 3, name: "desiredNumberScheduled", kind: Kind::Int, repeated: false },
+    Field { tag: 4, name: "numberReady", kind: Kind::Int, repeated: false },
+    Field { tag: 5, name: "observedGeneration", kind: Kind::Int, repeated: false },
+    Field { tag: 6, name: "updatedNumberScheduled", kind: Kind::Int, repeated: false },
+    Field { tag: 7, name: "numberAvailable", kind: Kind::Int, repeated: false },
+    Field { tag: 8, name: "numberUnavailable", kind: Kind::Int, repeated: false },
+    Field { tag: 9, name: "collisionCount", kind: Kind::Int, repeated: false },
+    Field { tag: 10, name: "conditions", kind: Kind::Message(&M_APPS_V1_DAEMONSETCONDITION), repeated: true },
+];
+
+static M_APPS_V1_DAEMONSETUPDATESTRATEGY: [Field; 2] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "rollingUpdate", kind: Kind::Message(&M_APPS_V1_ROLLINGUPDATEDAEMONSET), repeated: false },
+];
+
 static M_APPS_V1_DEPLOYMENT: [Field; 3] = [
     Field { tag: 1, name: "metadata", kind: Kind::Message(&M_APIS_META_V1_OBJECTMETA), repeated: false },
     Field { tag: 2, name: "spec", kind: Kind::Message(&M_APPS_V1_DEPLOYMENTSPEC), repeated: false },
@@ -77,9 +117,74 @@ static M_APPS_V1_REPLICASETSTATUS: [Field; 7] = [
     Field { tag: 6, name: "conditions", kind: Kind::Message(&M_APPS_V1_REPLICASETCONDITION), repeated: true },
 ];
 
+static M_APPS_V1_ROLLINGUPDATEDAEMONSET: [Field; 2] = [
+    Field { tag: 1, name: "maxUnavailable", kind: Kind::IntOrString, repeated: false },
+    Field { tag: 2, name: "maxSurge", kind: Kind::IntOrString, repeated: false },
+];
+
 static M_APPS_V1_ROLLINGUPDATEDEPLOYMENT: [Field; 2] = [
     Field { tag: 1, name: "maxUnavailable", kind: Kind::IntOrString, repeated: false },
     Field { tag: 2, name: "maxSurge", kind: Kind::IntOrString, repeated: false },
+];
+
+static M_APPS_V1_ROLLINGUPDATESTATEFULSETSTRATEGY: [Field; 2] = [
+    Field { tag: 1, name: "partition", kind: Kind::Int, repeated: false },
+    Field { tag: 2, name: "maxUnavailable", kind: Kind::IntOrString, repeated: false },
+];
+
+static M_APPS_V1_STATEFULSET: [Field; 3] = [
+    Field { tag: 1, name: "metadata", kind: Kind::Message(&M_APIS_META_V1_OBJECTMETA), repeated: false },
+    Field { tag: 2, name: "spec", kind: Kind::Message(&M_APPS_V1_STATEFULSETSPEC), repeated: false },
+    Field { tag: 3, name: "status", kind: Kind::Message(&M_APPS_V1_STATEFULSETSTATUS), repeated: false },
+];
+
+static M_APPS_V1_STATEFULSETCONDITION: [Field; 5] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "status", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "lastTransitionTime", kind: Kind::Time, repeated: false },
+    Field { tag: 4, name: "reason", kind: Kind::String, repeated: false },
+    Field { tag: 5, name: "message", kind: Kind::String, repeated: false },
+];
+
+static M_APPS_V1_STATEFULSETORDINALS: [Field; 1] = [
+    Field { tag: 1, name: "start", kind: Kind::Int, repeated: false },
+];
+
+static M_APPS_V1_STATEFULSETPERSISTENTVOLUMECLAIMRETENTIONPOLICY: [Field; 2] = [
+    Field { tag: 1, name: "whenDeleted", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "whenScaled", kind: Kind::String, repeated: false },
+];
+
+static M_APPS_V1_STATEFULSETSPEC: [Field; 11] = [
+    Field { tag: 1, name: "replicas", kind: Kind::Int, repeated: false },
+    Field { tag: 2, name: "selector", kind: Kind::Message(&M_APIS_META_V1_LABELSELECTOR), repeated: false },
+    Field { tag: 3, name: "template", kind: Kind::Message(&M_CORE_V1_PODTEMPLATESPEC), repeated: false },
+    Field { tag: 4, name: "volumeClaimTemplates", kind: Kind::Message(&M_CORE_V1_PERSISTENTVOLUMECLAIM), repeated: true },
+    Field { tag: 5, name: "serviceName", kind: Kind::String, repeated: false },
+    Field { tag: 6, name: "podManagementPolicy", kind: Kind::String, repeated: false },
+    Field { tag: 7, name: "updateStrategy", kind: Kind::Message(&M_APPS_V1_STATEFULSETUPDATESTRATEGY), repeated: false },
+    Field { tag: 8, name: "revisionHistoryLimit", kind: Kind::Int, repeated: false },
+    Field { tag: 9, name: "minReadySeconds", kind: Kind::Int, repeated: false },
+    Field { tag: 10, name: "persistentVolumeClaimRetentionPolicy", kind: Kind::Message(&M_APPS_V1_STATEFULSETPERSISTENTVOLUMECLAIMRETENTIONPOLICY), repeated: false },
+    Field { tag: 11, name: "ordinals", kind: Kind::Message(&M_APPS_V1_STATEFULSETORDINALS), repeated: false },
+];
+
+static M_APPS_V1_STATEFULSETSTATUS: [Field; 10] = [
+    Field { tag: 1, name: "observedGeneration", kind: Kind::Int, repeated: false },
+    Field { tag: 2, name: "replicas", kind: Kind::Int, repeated: false },
+    Field { tag: 3, name: "readyReplicas", kind: Kind::Int, repeated: false },
+    Field { tag: 4, name: "currentReplicas", kind: Kind::Int, repeated: false },
+    Field { tag: 5, name: "updatedReplicas", kind: Kind::Int, repeated: false },
+    Field { tag: 6, name: "currentRevision", kind: Kind::String, repeated: false },
+    Field { tag: 7, name: "updateRevision", kind: Kind::String, repeated: false },
+    Field { tag: 9, name: "collisionCount", kind: Kind::Int, repeated: false },
+    Field { tag: 10, name: "conditions", kind: Kind::Message(&M_APPS_V1_STATEFULSETCONDITION), repeated: true },
+    Field { tag: 11, name: "availableReplicas", kind: Kind::Int, repeated: false },
+];
+
+static M_APPS_V1_STATEFULSETUPDATESTRATEGY: [Field; 2] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "rollingUpdate", kind: Kind::Message(&M_APPS_V1_ROLLINGUPDATESTATEFULSETSTRATEGY), repeated: false },
 ];
 
 static M_AUTHENTICATION_V1_SELFSUBJECTREVIEW: [Field; 2] = [
@@ -131,6 +236,11 @@ static M_AUTHORIZATION_V1_NONRESOURCEATTRIBUTES: [Field; 2] = [
     Field { tag: 2, name: "verb", kind: Kind::String, repeated: false },
 ];
 
+static M_AUTHORIZATION_V1_NONRESOURCERULE: [Field; 2] = [
+    Field { tag: 1, name: "verbs", kind: Kind::String, repeated: true },
+    Field { tag: 2, name: "nonResourceUrLs", kind: Kind::String, repeated: true },
+];
+
 static M_AUTHORIZATION_V1_RESOURCEATTRIBUTES: [Field; 9] = [
     Field { tag: 1, name: "namespace", kind: Kind::String, repeated: false },
     Field { tag: 2, name: "verb", kind: Kind::String, repeated: false },
@@ -141,6 +251,13 @@ static M_AUTHORIZATION_V1_RESOURCEATTRIBUTES: [Field; 9] = [
     Field { tag: 7, name: "name", kind: Kind::String, repeated: false },
     Field { tag: 8, name: "fieldSelector", kind: Kind::Message(&M_AUTHORIZATION_V1_FIELDSELECTORATTRIBUTES), repeated: false },
     Field { tag: 9, name: "labelSelector", kind: Kind::Message(&M_AUTHORIZATION_V1_LABELSELECTORATTRIBUTES), repeated: false },
+];
+
+static M_AUTHORIZATION_V1_RESOURCERULE: [Field; 4] = [
+    Field { tag: 1, name: "verbs", kind: Kind::String, repeated: true },
+    Field { tag: 2, name: "apiGroups", kind: Kind::String, repeated: true },
+    Field { tag: 3, name: "resources", kind: Kind::String, repeated: true },
+    Field { tag: 4, name: "resourceNames", kind: Kind::String, repeated: true },
 ];
 
 static M_AUTHORIZATION_V1_SELFSUBJECTACCESSREVIEW: [Field; 3] = [
@@ -154,11 +271,200 @@ static M_AUTHORIZATION_V1_SELFSUBJECTACCESSREVIEWSPEC: [Field; 2] = [
     Field { tag: 2, name: "nonResourceAttributes", kind: Kind::Message(&M_AUTHORIZATION_V1_NONRESOURCEATTRIBUTES), repeated: false },
 ];
 
+static M_AUTHORIZATION_V1_SELFSUBJECTRULESREVIEW: [Field; 3] = [
+    Field { tag: 1, name: "metadata", kind: Kind::Message(&M_APIS_META_V1_OBJECTMETA), repeated: false },
+    Field { tag: 2, name: "spec", kind: Kind::Message(&M_AUTHORIZATION_V1_SELFSUBJECTRULESREVIEWSPEC), repeated: false },
+    Field { tag: 3, name: "status", kind: Kind::Message(&M_AUTHORIZATION_V1_SUBJECTRULESREVIEWSTATUS), repeated: false },
+];
+
+static M_AUTHORIZATION_V1_SELFSUBJECTRULESREVIEWSPEC: [Field; 1] = [
+    Field { tag: 1, name: "namespace", kind: Kind::String, repeated: false },
+];
+
 static M_AUTHORIZATION_V1_SUBJECTACCESSREVIEWSTATUS: [Field; 4] = [
     Field { tag: 1, name: "allowed", kind: Kind::Bool, repeated: false },
     Field { tag: 4, name: "denied", kind: Kind::Bool, repeated: false },
     Field { tag: 2, name: "reason", kind: Kind::String, repeated: false },
     Field { tag: 3, name: "evaluationError", kind: Kind::String, repeated: false },
+];
+
+static M_AUTHORIZATION_V1_SUBJECTRULESREVIEWSTATUS: [Field; 4] = [
+    Field { tag: 1, name: "resourceRules", kind: Kind::Message(&M_AUTHORIZATION_V1_RESOURCERULE), repeated: true },
+    Field { tag: 2, name: "nonResourceRules", kind: Kind::Message(&M_AUTHORIZATION_V1_NONRESOURCERULE), repeated: true },
+    Field { tag: 3, name: "incomplete", kind: Kind::Bool, repeated: false },
+    Field { tag: 4, name: "evaluationError", kind: Kind::String, repeated: false },
+];
+
+static M_AUTOSCALING_V1_CROSSVERSIONOBJECTREFERENCE: [Field; 3] = [
+    Field { tag: 1, name: "kind", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "name", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "apiVersion", kind: Kind::String, repeated: false },
+];
+
+static M_AUTOSCALING_V1_HORIZONTALPODAUTOSCALER: [Field; 3] = [
+    Field { tag: 1, name: "metadata", kind: Kind::Message(&M_APIS_META_V1_OBJECTMETA), repeated: false },
+    Field { tag: 2, name: "spec", kind: Kind::Message(&M_AUTOSCALING_V1_HORIZONTALPODAUTOSCALERSPEC), repeated: false },
+    Field { tag: 3, name: "status", kind: Kind::Message(&M_AUTOSCALING_V1_HORIZONTALPODAUTOSCALERSTATUS), repeated: false },
+];
+
+static M_AUTOSCALING_V1_HORIZONTALPODAUTOSCALERSPEC: [Field; 4] = [
+    Field { tag: 1, name: "scaleTargetRef", kind: Kind::Message(&M_AUTOSCALING_V1_CROSSVERSIONOBJECTREFERENCE), repeated: false },
+    Field { tag: 2, name: "minReplicas", kind: Kind::Int, repeated: false },
+    Field { tag: 3, name: "maxReplicas", kind: Kind::Int, repeated: false },
+    Field { tag: 4, name: "targetCPUUtilizationPercentage", kind: Kind::Int, repeated: false },
+];
+
+static M_AUTOSCALING_V1_HORIZONTALPODAUTOSCALERSTATUS: [Field; 5] = [
+    Field { tag: 1, name: "observedGeneration", kind: Kind::Int, repeated: false },
+    Field { tag: 2, name: "lastScaleTime", kind: Kind::Time, repeated: false },
+    Field { tag: 3, name: "currentReplicas", kind: Kind::Int, repeated: false },
+    Field { tag: 4, name: "desiredReplicas", kind: Kind::Int, repeated: false },
+    Field { tag: 5, name: "currentCPUUtilizationPercentage", kind: Kind::Int, repeated: false },
+];
+
+static M_AUTOSCALING_V2_CONTAINERRESOURCEMETRICSOURCE: [Field; 3] = [
+    Field { tag: 1, name: "name", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "target", kind: Kind::Message(&M_AUTOSCALING_V2_METRICTARGET), repeated: false },
+    Field { tag: 3, name: "container", kind: Kind::String, repeated: false },
+];
+
+static M_AUTOSCALING_V2_CONTAINERRESOURCEMETRICSTATUS: [Field; 3] = [
+    Field { tag: 1, name: "name", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "current", kind: Kind::Message(&M_AUTOSCALING_V2_METRICVALUESTATUS), repeated: false },
+    Field { tag: 3, name: "container", kind: Kind::String, repeated: false },
+];
+
+static M_AUTOSCALING_V2_CROSSVERSIONOBJECTREFERENCE: [Field; 3] = [
+    Field { tag: 1, name: "kind", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "name", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "apiVersion", kind: Kind::String, repeated: false },
+];
+
+static M_AUTOSCALING_V2_EXTERNALMETRICSOURCE: [Field; 2] = [
+    Field { tag: 1, name: "metric", kind: Kind::Message(&M_AUTOSCALING_V2_METRICIDENTIFIER), repeated: false },
+    Field { tag: 2, name: "target", kind: Kind::Message(&M_AUTOSCALING_V2_METRICTARGET), repeated: false },
+];
+
+static M_AUTOSCALING_V2_EXTERNALMETRICSTATUS: [Field; 2] = [
+    Field { tag: 1, name: "metric", kind: Kind::Message(&M_AUTOSCALING_V2_METRICIDENTIFIER), repeated: false },
+    Field { tag: 2, name: "current", kind: Kind::Message(&M_AUTOSCALING_V2_METRICVALUESTATUS), repeated: false },
+];
+
+static M_AUTOSCALING_V2_HORIZONTALPODAUTOSCALER: [Field; 3] = [
+    Field { tag: 1, name: "metadata", kind: Kind::Message(&M_APIS_META_V1_OBJECTMETA), repeated: false },
+    Field { tag: 2, name: "spec", kind: Kind::Message(&M_AUTOSCALING_V2_HORIZONTALPODAUTOSCALERSPEC), repeated: false },
+    Field { tag: 3, name: "status", kind: Kind::Message(&M_AUTOSCALING_V2_HORIZONTALPODAUTOSCALERSTATUS), repeated: false },
+];
+
+static M_AUTOSCALING_V2_HORIZONTALPODAUTOSCALERBEHAVIOR: [Field; 2] = [
+    Field { tag: 1, name: "scaleUp", kind: Kind::Message(&M_AUTOSCALING_V2_HPASCALINGRULES), repeated: false },
+    Field { tag: 2, name: "scaleDown", kind: Kind::Message(&M_AUTOSCALING_V2_HPASCALINGRULES), repeated: false },
+];
+
+static M_AUTOSCALING_V2_HORIZONTALPODAUTOSCALERCONDITION: [Field; 5] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "status", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "lastTransitionTime", kind: Kind::Time, repeated: false },
+    Field { tag: 4, name: "reason", kind: Kind::String, repeated: false },
+    Field { tag: 5, name: "message", kind: Kind::String, repeated: false },
+];
+
+static M_AUTOSCALING_V2_HORIZONTALPODAUTOSCALERSPEC: [Field; 5] = [
+    Field { tag: 1, name: "scaleTargetRef", kind: Kind::Message(&M_AUTOSCALING_V2_CROSSVERSIONOBJECTREFERENCE), repeated: false },
+    Field { tag: 2, name: "minReplicas", kind: Kind::Int, repeated: false },
+    Field { tag: 3, name: "maxReplicas", kind: Kind::Int, repeated: false },
+    Field { tag: 4, name: "metrics", kind: Kind::Message(&M_AUTOSCALING_V2_METRICSPEC), repeated: true },
+    Field { tag: 5, name: "behavior", kind: Kind::Message(&M_AUTOSCALING_V2_HORIZONTALPODAUTOSCALERBEHAVIOR), repeated: false },
+];
+
+static M_AUTOSCALING_V2_HORIZONTALPODAUTOSCALERSTATUS: [Field; 6] = [
+    Field { tag: 1, name: "observedGeneration", kind: Kind::Int, repeated: false },
+    Field { tag: 2, name: "lastScaleTime", kind: Kind::Time, repeated: false },
+    Field { tag: 3, name: "currentReplicas", kind: Kind::Int, repeated: false },
+    Field { tag: 4, name: "desiredReplicas", kind: Kind::Int, repeated: false },
+    Field { tag: 5, name: "currentMetrics", kind: Kind::Message(&M_AUTOSCALING_V2_METRICSTATUS), repeated: true },
+    Field { tag: 6, name: "conditions", kind: Kind::Message(&M_AUTOSCALING_V2_HORIZONTALPODAUTOSCALERCONDITION), repeated: true },
+];
+
+static M_AUTOSCALING_V2_HPASCALINGPOLICY: [Field; 3] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "value", kind: Kind::Int, repeated: false },
+    Field { tag: 3, name: "periodSeconds", kind: Kind::Int, repeated: false },
+];
+
+static M_AUTOSCALING_V2_HPASCALINGRULES: [Field; 4] = [
+    Field { tag: 3, name: "stabilizationWindowSeconds", kind: Kind::Int, repeated: false },
+    Field { tag: 1, name: "selectPolicy", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "policies", kind: Kind::Message(&M_AUTOSCALING_V2_HPASCALINGPOLICY), repeated: true },
+    Field { tag: 4, name: "tolerance", kind: Kind::Quantity, repeated: false },
+];
+
+static M_AUTOSCALING_V2_METRICIDENTIFIER: [Field; 2] = [
+    Field { tag: 1, name: "name", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "selector", kind: Kind::Message(&M_APIS_META_V1_LABELSELECTOR), repeated: false },
+];
+
+static M_AUTOSCALING_V2_METRICSPEC: [Field; 6] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "object", kind: Kind::Message(&M_AUTOSCALING_V2_OBJECTMETRICSOURCE), repeated: false },
+    Field { tag: 3, name: "pods", kind: Kind::Message(&M_AUTOSCALING_V2_PODSMETRICSOURCE), repeated: false },
+    Field { tag: 4, name: "resource", kind: Kind::Message(&M_AUTOSCALING_V2_RESOURCEMETRICSOURCE), repeated: false },
+    Field { tag: 7, name: "containerResource", kind: Kind::Message(&M_AUTOSCALING_V2_CONTAINERRESOURCEMETRICSOURCE), repeated: false },
+    Field { tag: 5, name: "external", kind: Kind::Message(&M_AUTOSCALING_V2_EXTERNALMETRICSOURCE), repeated: false },
+];
+
+static M_AUTOSCALING_V2_METRICSTATUS: [Field; 6] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "object", kind: Kind::Message(&M_AUTOSCALING_V2_OBJECTMETRICSTATUS), repeated: false },
+    Field { tag: 3, name: "pods", kind: Kind::Message(&M_AUTOSCALING_V2_PODSMETRICSTATUS), repeated: false },
+    Field { tag: 4, name: "resource", kind: Kind::Message(&M_AUTOSCALING_V2_RESOURCEMETRICSTATUS), repeated: false },
+    Field { tag: 7, name: "containerResource", kind: Kind::Message(&M_AUTOSCALING_V2_CONTAINERRESOURCEMETRICSTATUS), repeated: false },
+    Field { tag: 5, name: "external", kind: Kind::Message(&M_AUTOSCALING_V2_EXTERNALMETRICSTATUS), repeated: false },
+];
+
+static M_AUTOSCALING_V2_METRICTARGET: [Field; 4] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "value", kind: Kind::Quantity, repeated: false },
+    Field { tag: 3, name: "averageValue", kind: Kind::Quantity, repeated: false },
+    Field { tag: 4, name: "averageUtilization", kind: Kind::Int, repeated: false },
+];
+
+static M_AUTOSCALING_V2_METRICVALUESTATUS: [Field; 3] = [
+    Field { tag: 1, name: "value", kind: Kind::Quantity, repeated: false },
+    Field { tag: 2, name: "averageValue", kind: Kind::Quantity, repeated: false },
+    Field { tag: 3, name: "averageUtilization", kind: Kind::Int, repeated: false },
+];
+
+static M_AUTOSCALING_V2_OBJECTMETRICSOURCE: [Field; 3] = [
+    Field { tag: 1, name: "describedObject", kind: Kind::Message(&M_AUTOSCALING_V2_CROSSVERSIONOBJECTREFERENCE), repeated: false },
+    Field { tag: 2, name: "target", kind: Kind::Message(&M_AUTOSCALING_V2_METRICTARGET), repeated: false },
+    Field { tag: 3, name: "metric", kind: Kind::Message(&M_AUTOSCALING_V2_METRICIDENTIFIER), repeated: false },
+];
+
+static M_AUTOSCALING_V2_OBJECTMETRICSTATUS: [Field; 3] = [
+    Field { tag: 1, name: "metric", kind: Kind::Message(&M_AUTOSCALING_V2_METRICIDENTIFIER), repeated: false },
+    Field { tag: 2, name: "current", kind: Kind::Message(&M_AUTOSCALING_V2_METRICVALUESTATUS), repeated: false },
+    Field { tag: 3, name: "describedObject", kind: Kind::Message(&M_AUTOSCALING_V2_CROSSVERSIONOBJECTREFERENCE), repeated: false },
+];
+
+static M_AUTOSCALING_V2_PODSMETRICSOURCE: [Field; 2] = [
+    Field { tag: 1, name: "metric", kind: Kind::Message(&M_AUTOSCALING_V2_METRICIDENTIFIER), repeated: false },
+    Field { tag: 2, name: "target", kind: Kind::Message(&M_AUTOSCALING_V2_METRICTARGET), repeated: false },
+];
+
+static M_AUTOSCALING_V2_PODSMETRICSTATUS: [Field; 2] = [
+    Field { tag: 1, name: "metric", kind: Kind::Message(&M_AUTOSCALING_V2_METRICIDENTIFIER), repeated: false },
+    Field { tag: 2, name: "current", kind: Kind::Message(&M_AUTOSCALING_V2_METRICVALUESTATUS), repeated: false },
+];
+
+static M_AUTOSCALING_V2_RESOURCEMETRICSOURCE: [Field; 2] = [
+    Field { tag: 1, name: "name", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "target", kind: Kind::Message(&M_AUTOSCALING_V2_METRICTARGET), repeated: false },
+];
+
+static M_AUTOSCALING_V2_RESOURCEMETRICSTATUS: [Field; 2] = [
+    Field { tag: 1, name: "name", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "current", kind: Kind::Message(&M_AUTOSCALING_V2_METRICVALUESTATUS), repeated: false },
 ];
 
 static M_BATCH_V1_CRONJOB: [Field; 3] = [
@@ -314,10 +620,30 @@ static M_CORE_V1_AZUREDISKVOLUMESOURCE: [Field; 6] = [
     Field { tag: 6, name: "kind", kind: Kind::String, repeated: false },
 ];
 
+static M_CORE_V1_AZUREFILEPERSISTENTVOLUMESOURCE: [Field; 4] = [
+    Field { tag: 1, name: "secretName", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "shareName", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "readOnly", kind: Kind::Bool, repeated: false },
+    Field { tag: 4, name: "secretNamespace", kind: Kind::String, repeated: false },
+];
+
 static M_CORE_V1_AZUREFILEVOLUMESOURCE: [Field; 3] = [
     Field { tag: 1, name: "secretName", kind: Kind::String, repeated: false },
     Field { tag: 2, name: "shareName", kind: Kind::String, repeated: false },
     Field { tag: 3, name: "readOnly", kind: Kind::Bool, repeated: false },
+];
+
+static M_CORE_V1_CSIPERSISTENTVOLUMESOURCE: [Field; 10] = [
+    Field { tag: 1, name: "driver", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "volumeHandle", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "readOnly", kind: Kind::Bool, repeated: false },
+    Field { tag: 4, name: "fsType", kind: Kind::String, repeated: false },
+    Field { tag: 5, name: "volumeAttributes", kind: Kind::MapString, repeated: false },
+    Field { tag: 6, name: "controllerPublishSecretRef", kind: Kind::Message(&M_CORE_V1_SECRETREFERENCE), repeated: false },
+    Field { tag: 7, name: "nodeStageSecretRef", kind: Kind::Message(&M_CORE_V1_SECRETREFERENCE), repeated: false },
+    Field { tag: 8, name: "nodePublishSecretRef", kind: Kind::Message(&M_CORE_V1_SECRETREFERENCE), repeated: false },
+    Field { tag: 9, name: "controllerExpandSecretRef", kind: Kind::Message(&M_CORE_V1_SECRETREFERENCE), repeated: false },
+    Field { tag: 10, name: "nodeExpandSecretRef", kind: Kind::Message(&M_CORE_V1_SECRETREFERENCE), repeated: false },
 ];
 
 static M_CORE_V1_CSIVOLUMESOURCE: [Field; 5] = [
@@ -333,6 +659,15 @@ static M_CORE_V1_CAPABILITIES: [Field; 2] = [
     Field { tag: 2, name: "drop", kind: Kind::String, repeated: true },
 ];
 
+static M_CORE_V1_CEPHFSPERSISTENTVOLUMESOURCE: [Field; 6] = [
+    Field { tag: 1, name: "monitors", kind: Kind::String, repeated: true },
+    Field { tag: 2, name: "path", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "user", kind: Kind::String, repeated: false },
+    Field { tag: 4, name: "secretFile", kind: Kind::String, repeated: false },
+    Field { tag: 5, name: "secretRef", kind: Kind::Message(&M_CORE_V1_SECRETREFERENCE), repeated: false },
+    Field { tag: 6, name: "readOnly", kind: Kind::Bool, repeated: false },
+];
+
 static M_CORE_V1_CEPHFSVOLUMESOURCE: [Field; 6] = [
     Field { tag: 1, name: "monitors", kind: Kind::String, repeated: true },
     Field { tag: 2, name: "path", kind: Kind::String, repeated: false },
@@ -340,6 +675,13 @@ static M_CORE_V1_CEPHFSVOLUMESOURCE: [Field; 6] = [
     Field { tag: 4, name: "secretFile", kind: Kind::String, repeated: false },
     Field { tag: 5, name: "secretRef", kind: Kind::Message(&M_CORE_V1_LOCALOBJECTREFERENCE), repeated: false },
     Field { tag: 6, name: "readOnly", kind: Kind::Bool, repeated: false },
+];
+
+static M_CORE_V1_CINDERPERSISTENTVOLUMESOURCE: [Field; 4] = [
+    Field { tag: 1, name: "volumeID", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "fsType", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "readOnly", kind: Kind::Bool, repeated: false },
+    Field { tag: 4, name: "secretRef", kind: Kind::Message(&M_CORE_V1_SECRETREFERENCE), repeated: false },
 ];
 
 static M_CORE_V1_CINDERVOLUMESOURCE: [Field; 4] = [
@@ -517,6 +859,31 @@ static M_CORE_V1_EMPTYDIRVOLUMESOURCE: [Field; 2] = [
     Field { tag: 2, name: "sizeLimit", kind: Kind::Quantity, repeated: false },
 ];
 
+static M_CORE_V1_ENDPOINTADDRESS: [Field; 4] = [
+    Field { tag: 1, name: "ip", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "hostname", kind: Kind::String, repeated: false },
+    Field { tag: 4, name: "nodeName", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "targetRef", kind: Kind::Message(&M_CORE_V1_OBJECTREFERENCE), repeated: false },
+];
+
+static M_CORE_V1_ENDPOINTPORT: [Field; 4] = [
+    Field { tag: 1, name: "name", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "port", kind: Kind::Int, repeated: false },
+    Field { tag: 3, name: "protocol", kind: Kind::String, repeated: false },
+    Field { tag: 4, name: "appProtocol", kind: Kind::String, repeated: false },
+];
+
+static M_CORE_V1_ENDPOINTSUBSET: [Field; 3] = [
+    Field { tag: 1, name: "addresses", kind: Kind::Message(&M_CORE_V1_ENDPOINTADDRESS), repeated: true },
+    Field { tag: 2, name: "notReadyAddresses", kind: Kind::Message(&M_CORE_V1_ENDPOINTADDRESS), repeated: true },
+    Field { tag: 3, name: "ports", kind: Kind::Message(&M_CORE_V1_ENDPOINTPORT), repeated: true },
+];
+
+static M_CORE_V1_ENDPOINTS: [Field; 2] = [
+    Field { tag: 1, name: "metadata", kind: Kind::Message(&M_APIS_META_V1_OBJECTMETA), repeated: false },
+    Field { tag: 2, name: "subsets", kind: Kind::Message(&M_CORE_V1_ENDPOINTSUBSET), repeated: true },
+];
+
 static M_CORE_V1_ENVFROMSOURCE: [Field; 3] = [
     Field { tag: 1, name: "prefix", kind: Kind::String, repeated: false },
     Field { tag: 2, name: "configMapRef", kind: Kind::Message(&M_CORE_V1_CONFIGMAPENVSOURCE), repeated: false },
@@ -621,6 +988,14 @@ static M_CORE_V1_FILEKEYSELECTOR: [Field; 4] = [
     Field { tag: 4, name: "optional", kind: Kind::Bool, repeated: false },
 ];
 
+static M_CORE_V1_FLEXPERSISTENTVOLUMESOURCE: [Field; 5] = [
+    Field { tag: 1, name: "driver", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "fsType", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "secretRef", kind: Kind::Message(&M_CORE_V1_SECRETREFERENCE), repeated: false },
+    Field { tag: 4, name: "readOnly", kind: Kind::Bool, repeated: false },
+    Field { tag: 5, name: "options", kind: Kind::MapString, repeated: false },
+];
+
 static M_CORE_V1_FLEXVOLUMESOURCE: [Field; 5] = [
     Field { tag: 1, name: "driver", kind: Kind::String, repeated: false },
     Field { tag: 2, name: "fsType", kind: Kind::String, repeated: false },
@@ -645,6 +1020,13 @@ static M_CORE_V1_GITREPOVOLUMESOURCE: [Field; 3] = [
     Field { tag: 1, name: "repository", kind: Kind::String, repeated: false },
     Field { tag: 2, name: "revision", kind: Kind::String, repeated: false },
     Field { tag: 3, name: "directory", kind: Kind::String, repeated: false },
+];
+
+static M_CORE_V1_GLUSTERFSPERSISTENTVOLUMESOURCE: [Field; 4] = [
+    Field { tag: 1, name: "endpoints", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "path", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "readOnly", kind: Kind::Bool, repeated: false },
+    Field { tag: 4, name: "endpointsNamespace", kind: Kind::String, repeated: false },
 ];
 
 static M_CORE_V1_GLUSTERFSVOLUMESOURCE: [Field; 3] = [
@@ -688,6 +1070,20 @@ static M_CORE_V1_HTTPHEADER: [Field; 2] = [
 static M_CORE_V1_IMAGEVOLUMESOURCE: [Field; 2] = [
     Field { tag: 1, name: "reference", kind: Kind::String, repeated: false },
     Field { tag: 2, name: "pullPolicy", kind: Kind::String, repeated: false },
+];
+
+static M_CORE_V1_ISCSIPERSISTENTVOLUMESOURCE: [Field; 11] = [
+    Field { tag: 1, name: "targetPortal", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "iqn", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "lun", kind: Kind::Int, repeated: false },
+    Field { tag: 4, name: "iscsiInterface", kind: Kind::String, repeated: false },
+    Field { tag: 5, name: "fsType", kind: Kind::String, repeated: false },
+    Field { tag: 6, name: "readOnly", kind: Kind::Bool, repeated: false },
+    Field { tag: 7, name: "portals", kind: Kind::String, repeated: true },
+    Field { tag: 8, name: "chapAuthDiscovery", kind: Kind::Bool, repeated: false },
+    Field { tag: 11, name: "chapAuthSession", kind: Kind::Bool, repeated: false },
+    Field { tag: 10, name: "secretRef", kind: Kind::Message(&M_CORE_V1_SECRETREFERENCE), repeated: false },
+    Field { tag: 12, name: "initiatorName", kind: Kind::String, repeated: false },
 ];
 
 static M_CORE_V1_ISCSIVOLUMESOURCE: [Field; 11] = [
@@ -762,6 +1158,16 @@ static M_CORE_V1_LOCALOBJECTREFERENCE: [Field; 1] = [
     Field { tag: 1, name: "name", kind: Kind::String, repeated: false },
 ];
 
+static M_CORE_V1_LOCALVOLUMESOURCE: [Field; 2] = [
+    Field { tag: 1, name: "path", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "fsType", kind: Kind::String, repeated: false },
+];
+
+static M_CORE_V1_MODIFYVOLUMESTATUS: [Field; 2] = [
+    Field { tag: 1, name: "targetVolumeAttributesClassName", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "status", kind: Kind::String, repeated: false },
+];
+
 static M_CORE_V1_NAMESPACE: [Field; 3] = [
     Field { tag: 1, name: "metadata", kind: Kind::Message(&M_APIS_META_V1_OBJECTMETA), repeated: false },
     Field { tag: 2, name: "spec", kind: Kind::Message(&M_CORE_V1_NAMESPACESPEC), repeated: false },
@@ -826,6 +1232,27 @@ static M_CORE_V1_OBJECTREFERENCE: [Field; 7] = [
     Field { tag: 7, name: "fieldPath", kind: Kind::String, repeated: false },
 ];
 
+static M_CORE_V1_PERSISTENTVOLUME: [Field; 3] = [
+    Field { tag: 1, name: "metadata", kind: Kind::Message(&M_APIS_META_V1_OBJECTMETA), repeated: false },
+    Field { tag: 2, name: "spec", kind: Kind::Message(&M_CORE_V1_PERSISTENTVOLUMESPEC), repeated: false },
+    Field { tag: 3, name: "status", kind: Kind::Message(&M_CORE_V1_PERSISTENTVOLUMESTATUS), repeated: false },
+];
+
+static M_CORE_V1_PERSISTENTVOLUMECLAIM: [Field; 3] = [
+    Field { tag: 1, name: "metadata", kind: Kind::Message(&M_APIS_META_V1_OBJECTMETA), repeated: false },
+    Field { tag: 2, name: "spec", kind: Kind::Message(&M_CORE_V1_PERSISTENTVOLUMECLAIMSPEC), repeated: false },
+    Field { tag: 3, name: "status", kind: Kind::Message(&M_CORE_V1_PERSISTENTVOLUMECLAIMSTATUS), repeated: false },
+];
+
+static M_CORE_V1_PERSISTENTVOLUMECLAIMCONDITION: [Field; 6] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "status", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "lastProbeTime", kind: Kind::Time, repeated: false },
+    Field { tag: 4, name: "lastTransitionTime", kind: Kind::Time, repeated: false },
+    Field { tag: 5, name: "reason", kind: Kind::String, repeated: false },
+    Field { tag: 6, name: "message", kind: Kind::String, repeated: false },
+];
+
 static M_CORE_V1_PERSISTENTVOLUMECLAIMSPEC: [Field; 9] = [
     Field { tag: 1, name: "accessModes", kind: Kind::String, repeated: true },
     Field { tag: 4, name: "selector", kind: Kind::Message(&M_APIS_META_V1_LABELSELECTOR), repeated: false },
@@ -838,6 +1265,17 @@ static M_CORE_V1_PERSISTENTVOLUMECLAIMSPEC: [Field; 9] = [
     Field { tag: 9, name: "volumeAttributesClassName", kind: Kind::String, repeated: false },
 ];
 
+static M_CORE_V1_PERSISTENTVOLUMECLAIMSTATUS: [Field; 8] = [
+    Field { tag: 1, name: "phase", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "accessModes", kind: Kind::String, repeated: true },
+    Field { tag: 3, name: "capacity", kind: Kind::MapQuantity, repeated: false },
+    Field { tag: 4, name: "conditions", kind: Kind::Message(&M_CORE_V1_PERSISTENTVOLUMECLAIMCONDITION), repeated: true },
+    Field { tag: 5, name: "allocatedResources", kind: Kind::MapQuantity, repeated: false },
+    Field { tag: 7, name: "allocatedResourceStatuses", kind: Kind::MapString, repeated: false },
+    Field { tag: 8, name: "currentVolumeAttributesClassName", kind: Kind::String, repeated: false },
+    Field { tag: 9, name: "modifyVolumeStatus", kind: Kind::Message(&M_CORE_V1_MODIFYVOLUMESTATUS), repeated: false },
+];
+
 static M_CORE_V1_PERSISTENTVOLUMECLAIMTEMPLATE: [Field; 2] = [
     Field { tag: 1, name: "metadata", kind: Kind::Message(&M_APIS_META_V1_OBJECTMETA), repeated: false },
     Field { tag: 2, name: "spec", kind: Kind::Message(&M_CORE_V1_PERSISTENTVOLUMECLAIMSPEC), repeated: false },
@@ -846,6 +1284,51 @@ static M_CORE_V1_PERSISTENTVOLUMECLAIMTEMPLATE: [Field; 2] = [
 static M_CORE_V1_PERSISTENTVOLUMECLAIMVOLUMESOURCE: [Field; 2] = [
     Field { tag: 1, name: "claimName", kind: Kind::String, repeated: false },
     Field { tag: 2, name: "readOnly", kind: Kind::Bool, repeated: false },
+];
+
+static M_CORE_V1_PERSISTENTVOLUMESOURCE: [Field; 22] = [
+    Field { tag: 1, name: "gcePersistentDisk", kind: Kind::Message(&M_CORE_V1_GCEPERSISTENTDISKVOLUMESOURCE), repeated: false },
+    Field { tag: 2, name: "awsElasticBlockStore", kind: Kind::Message(&M_CORE_V1_AWSELASTICBLOCKSTOREVOLUMESOURCE), repeated: false },
+    Field { tag: 3, name: "hostPath", kind: Kind::Message(&M_CORE_V1_HOSTPATHVOLUMESOURCE), repeated: false },
+    Field { tag: 4, name: "glusterfs", kind: Kind::Message(&M_CORE_V1_GLUSTERFSPERSISTENTVOLUMESOURCE), repeated: false },
+    Field { tag: 5, name: "nfs", kind: Kind::Message(&M_CORE_V1_NFSVOLUMESOURCE), repeated: false },
+    Field { tag: 6, name: "rbd", kind: Kind::Message(&M_CORE_V1_RBDPERSISTENTVOLUMESOURCE), repeated: false },
+    Field { tag: 7, name: "iscsi", kind: Kind::Message(&M_CORE_V1_ISCSIPERSISTENTVOLUMESOURCE), repeated: false },
+    Field { tag: 8, name: "cinder", kind: Kind::Message(&M_CORE_V1_CINDERPERSISTENTVOLUMESOURCE), repeated: false },
+    Field { tag: 9, name: "cephfs", kind: Kind::Message(&M_CORE_V1_CEPHFSPERSISTENTVOLUMESOURCE), repeated: false },
+    Field { tag: 10, name: "fc", kind: Kind::Message(&M_CORE_V1_FCVOLUMESOURCE), repeated: false },
+    Field { tag: 11, name: "flocker", kind: Kind::Message(&M_CORE_V1_FLOCKERVOLUMESOURCE), repeated: false },
+    Field { tag: 12, name: "flexVolume", kind: Kind::Message(&M_CORE_V1_FLEXPERSISTENTVOLUMESOURCE), repeated: false },
+    Field { tag: 13, name: "azureFile", kind: Kind::Message(&M_CORE_V1_AZUREFILEPERSISTENTVOLUMESOURCE), repeated: false },
+    Field { tag: 14, name: "vsphereVolume", kind: Kind::Message(&M_CORE_V1_VSPHEREVIRTUALDISKVOLUMESOURCE), repeated: false },
+    Field { tag: 15, name: "quobyte", kind: Kind::Message(&M_CORE_V1_QUOBYTEVOLUMESOURCE), repeated: false },
+    Field { tag: 16, name: "azureDisk", kind: Kind::Message(&M_CORE_V1_AZUREDISKVOLUMESOURCE), repeated: false },
+    Field { tag: 17, name: "photonPersistentDisk", kind: Kind::Message(&M_CORE_V1_PHOTONPERSISTENTDISKVOLUMESOURCE), repeated: false },
+    Field { tag: 18, name: "portworxVolume", kind: Kind::Message(&M_CORE_V1_PORTWORXVOLUMESOURCE), repeated: false },
+    Field { tag: 19, name: "scaleIo", kind: Kind::Message(&M_CORE_V1_SCALEIOPERSISTENTVOLUMESOURCE), repeated: false },
+    Field { tag: 20, name: "local", kind: Kind::Message(&M_CORE_V1_LOCALVOLUMESOURCE), repeated: false },
+    Field { tag: 21, name: "storageos", kind: Kind::Message(&M_CORE_V1_STORAGEOSPERSISTENTVOLUMESOURCE), repeated: false },
+    Field { tag: 22, name: "csi", kind: Kind::Message(&M_CORE_V1_CSIPERSISTENTVOLUMESOURCE), repeated: false },
+];
+
+static M_CORE_V1_PERSISTENTVOLUMESPEC: [Field; 10] = [
+    Field { tag: 1, name: "capacity", kind: Kind::MapQuantity, repeated: false },
+    Field { tag: 2, name: "persistentVolumeSource", kind: Kind::Message(&M_CORE_V1_PERSISTENTVOLUMESOURCE), repeated: false },
+    Field { tag: 3, name: "accessModes", kind: Kind::String, repeated: true },
+    Field { tag: 4, name: "claimRef", kind: Kind::Message(&M_CORE_V1_OBJECTREFERENCE), repeated: false },
+    Field { tag: 5, name: "persistentVolumeReclaimPolicy", kind: Kind::String, repeated: false },
+    Field { tag: 6, name: "storageClassName", kind: Kind::String, repeated: false },
+    Field { tag: 7, name: "mountOptions", kind: Kind::String, repeated: true },
+    Field { tag: 8, name: "volumeMode", kind: Kind::String, repeated: false },
+    Field { tag: 9, name: "nodeAffinity", kind: Kind::Message(&M_CORE_V1_VOLUMENODEAFFINITY), repeated: false },
+    Field { tag: 10, name: "volumeAttributesClassName", kind: Kind::String, repeated: false },
+];
+
+static M_CORE_V1_PERSISTENTVOLUMESTATUS: [Field; 4] = [
+    Field { tag: 1, name: "phase", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "message", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "reason", kind: Kind::String, repeated: false },
+    Field { tag: 4, name: "lastPhaseTransitionTime", kind: Kind::Time, repeated: false },
 ];
 
 static M_CORE_V1_PHOTONPERSISTENTDISKVOLUMESOURCE: [Field; 2] = [
@@ -1078,6 +1561,17 @@ static M_CORE_V1_QUOBYTEVOLUMESOURCE: [Field; 6] = [
     Field { tag: 6, name: "tenant", kind: Kind::String, repeated: false },
 ];
 
+static M_CORE_V1_RBDPERSISTENTVOLUMESOURCE: [Field; 8] = [
+    Field { tag: 1, name: "monitors", kind: Kind::String, repeated: true },
+    Field { tag: 2, name: "image", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "fsType", kind: Kind::String, repeated: false },
+    Field { tag: 4, name: "pool", kind: Kind::String, repeated: false },
+    Field { tag: 5, name: "user", kind: Kind::String, repeated: false },
+    Field { tag: 6, name: "keyring", kind: Kind::String, repeated: false },
+    Field { tag: 7, name: "secretRef", kind: Kind::Message(&M_CORE_V1_SECRETREFERENCE), repeated: false },
+    Field { tag: 8, name: "readOnly", kind: Kind::Bool, repeated: false },
+];
+
 static M_CORE_V1_RBDVOLUMESOURCE: [Field; 8] = [
     Field { tag: 1, name: "monitors", kind: Kind::String, repeated: true },
     Field { tag: 2, name: "image", kind: Kind::String, repeated: false },
@@ -1087,6 +1581,36 @@ static M_CORE_V1_RBDVOLUMESOURCE: [Field; 8] = [
     Field { tag: 6, name: "keyring", kind: Kind::String, repeated: false },
     Field { tag: 7, name: "secretRef", kind: Kind::Message(&M_CORE_V1_LOCALOBJECTREFERENCE), repeated: false },
     Field { tag: 8, name: "readOnly", kind: Kind::Bool, repeated: false },
+];
+
+static M_CORE_V1_REPLICATIONCONTROLLER: [Field; 3] = [
+    Field { tag: 1, name: "metadata", kind: Kind::Message(&M_APIS_META_V1_OBJECTMETA), repeated: false },
+    Field { tag: 2, name: "spec", kind: Kind::Message(&M_CORE_V1_REPLICATIONCONTROLLERSPEC), repeated: false },
+    Field { tag: 3, name: "status", kind: Kind::Message(&M_CORE_V1_REPLICATIONCONTROLLERSTATUS), repeated: false },
+];
+
+static M_CORE_V1_REPLICATIONCONTROLLERCONDITION: [Field; 5] = [
+    Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "status", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "lastTransitionTime", kind: Kind::Time, repeated: false },
+    Field { tag: 4, name: "reason", kind: Kind::String, repeated: false },
+    Field { tag: 5, name: "message", kind: Kind::String, repeated: false },
+];
+
+static M_CORE_V1_REPLICATIONCONTROLLERSPEC: [Field; 4] = [
+    Field { tag: 1, name: "replicas", kind: Kind::Int, repeated: false },
+    Field { tag: 4, name: "minReadySeconds", kind: Kind::Int, repeated: false },
+    Field { tag: 2, name: "selector", kind: Kind::MapString, repeated: false },
+    Field { tag: 3, name: "template", kind: Kind::Message(&M_CORE_V1_PODTEMPLATESPEC), repeated: false },
+];
+
+static M_CORE_V1_REPLICATIONCONTROLLERSTATUS: [Field; 6] = [
+    Field { tag: 1, name: "replicas", kind: Kind::Int, repeated: false },
+    Field { tag: 2, name: "fullyLabeledReplicas", kind: Kind::Int, repeated: false },
+    Field { tag: 4, name: "readyReplicas", kind: Kind::Int, repeated: false },
+    Field { tag: 5, name: "availableReplicas", kind: Kind::Int, repeated: false },
+    Field { tag: 3, name: "observedGeneration", kind: Kind::Int, repeated: false },
+    Field { tag: 6, name: "conditions", kind: Kind::Message(&M_CORE_V1_REPLICATIONCONTROLLERCONDITION), repeated: true },
 ];
 
 static M_CORE_V1_RESOURCECLAIM: [Field; 2] = [
@@ -1133,6 +1657,19 @@ static M_CORE_V1_RESOURCESTATUS: [Field; 2] = [
     Field { tag: 2, name: "resources", kind: Kind::Message(&M_CORE_V1_RESOURCEHEALTH), repeated: true },
 ];
 
+static M_CORE_V1_SCALEIOPERSISTENTVOLUMESOURCE: [Field; 10] = [
+    Field { tag: 1, name: "gateway", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "system", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "secretRef", kind: Kind::Message(&M_CORE_V1_SECRETREFERENCE), repeated: false },
+    Field { tag: 4, name: "sslEnabled", kind: Kind::Bool, repeated: false },
+    Field { tag: 5, name: "protectionDomain", kind: Kind::String, repeated: false },
+    Field { tag: 6, name: "storagePool", kind: Kind::String, repeated: false },
+    Field { tag: 7, name: "storageMode", kind: Kind::String, repeated: false },
+    Field { tag: 8, name: "volumeName", kind: Kind::String, repeated: false },
+    Field { tag: 9, name: "fsType", kind: Kind::String, repeated: false },
+    Field { tag: 10, name: "readOnly", kind: Kind::Bool, repeated: false },
+];
+
 static M_CORE_V1_SCALEIOVOLUMESOURCE: [Field; 10] = [
     Field { tag: 1, name: "gateway", kind: Kind::String, repeated: false },
     Field { tag: 2, name: "system", kind: Kind::String, repeated: false },
@@ -1168,6 +1705,14 @@ static M_CORE_V1_SECCOMPPROFILE: [Field; 2] = [
     Field { tag: 2, name: "localhostProfile", kind: Kind::String, repeated: false },
 ];
 
+static M_CORE_V1_SECRET: [Field; 5] = [
+    Field { tag: 1, name: "metadata", kind: Kind::Message(&M_APIS_META_V1_OBJECTMETA), repeated: false },
+    Field { tag: 5, name: "immutable", kind: Kind::Bool, repeated: false },
+    Field { tag: 2, name: "data", kind: Kind::MapBytes, repeated: false },
+    Field { tag: 4, name: "stringData", kind: Kind::MapString, repeated: false },
+    Field { tag: 3, name: "type", kind: Kind::String, repeated: false },
+];
+
 static M_CORE_V1_SECRETENVSOURCE: [Field; 2] = [
     Field { tag: 1, name: "localObjectReference", kind: Kind::Message(&M_CORE_V1_LOCALOBJECTREFERENCE), repeated: false },
     Field { tag: 2, name: "optional", kind: Kind::Bool, repeated: false },
@@ -1183,6 +1728,11 @@ static M_CORE_V1_SECRETPROJECTION: [Field; 3] = [
     Field { tag: 1, name: "localObjectReference", kind: Kind::Message(&M_CORE_V1_LOCALOBJECTREFERENCE), repeated: false },
     Field { tag: 2, name: "items", kind: Kind::Message(&M_CORE_V1_KEYTOPATH), repeated: true },
     Field { tag: 4, name: "optional", kind: Kind::Bool, repeated: false },
+];
+
+static M_CORE_V1_SECRETREFERENCE: [Field; 2] = [
+    Field { tag: 1, name: "name", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "namespace", kind: Kind::String, repeated: false },
 ];
 
 static M_CORE_V1_SECRETVOLUMESOURCE: [Field; 4] = [
@@ -1264,6 +1814,14 @@ static M_CORE_V1_SLEEPACTION: [Field; 1] = [
     Field { tag: 1, name: "seconds", kind: Kind::Int, repeated: false },
 ];
 
+static M_CORE_V1_STORAGEOSPERSISTENTVOLUMESOURCE: [Field; 5] = [
+    Field { tag: 1, name: "volumeName", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "volumeNamespace", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "fsType", kind: Kind::String, repeated: false },
+    Field { tag: 4, name: "readOnly", kind: Kind::Bool, repeated: false },
+    Field { tag: 5, name: "secretRef", kind: Kind::Message(&M_CORE_V1_OBJECTREFERENCE), repeated: false },
+];
+
 static M_CORE_V1_STORAGEOSVOLUMESOURCE: [Field; 5] = [
     Field { tag: 1, name: "volumeName", kind: Kind::String, repeated: false },
     Field { tag: 2, name: "volumeNamespace", kind: Kind::String, repeated: false },
@@ -1339,6 +1897,10 @@ static M_CORE_V1_VOLUMEMOUNTSTATUS: [Field; 4] = [
     Field { tag: 2, name: "mountPath", kind: Kind::String, repeated: false },
     Field { tag: 3, name: "readOnly", kind: Kind::Bool, repeated: false },
     Field { tag: 4, name: "recursiveReadOnly", kind: Kind::String, repeated: false },
+];
+
+static M_CORE_V1_VOLUMENODEAFFINITY: [Field; 1] = [
+    Field { tag: 1, name: "required", kind: Kind::Message(&M_CORE_V1_NODESELECTOR), repeated: false },
 ];
 
 static M_CORE_V1_VOLUMEPROJECTION: [Field; 6] = [
@@ -1436,6 +1998,78 @@ static M_EVENTS_V1_EVENTSERIES: [Field; 2] = [
     Field { tag: 2, name: "lastObservedTime", kind: Kind::MicroTime, repeated: false },
 ];
 
+static M_NETWORKING_V1_HTTPINGRESSPATH: [Field; 3] = [
+    Field { tag: 1, name: "path", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "pathType", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "backend", kind: Kind::Message(&M_NETWORKING_V1_INGRESSBACKEND), repeated: false },
+];
+
+static M_NETWORKING_V1_HTTPINGRESSRULEVALUE: [Field; 1] = [
+    Field { tag: 1, name: "paths", kind: Kind::Message(&M_NETWORKING_V1_HTTPINGRESSPATH), repeated: true },
+];
+
+static M_NETWORKING_V1_INGRESS: [Field; 3] = [
+    Field { tag: 1, name: "metadata", kind: Kind::Message(&M_APIS_META_V1_OBJECTMETA), repeated: false },
+    Field { tag: 2, name: "spec", kind: Kind::Message(&M_NETWORKING_V1_INGRESSSPEC), repeated: false },
+    Field { tag: 3, name: "status", kind: Kind::Message(&M_NETWORKING_V1_INGRESSSTATUS), repeated: false },
+];
+
+static M_NETWORKING_V1_INGRESSBACKEND: [Field; 2] = [
+    Field { tag: 4, name: "service", kind: Kind::Message(&M_NETWORKING_V1_INGRESSSERVICEBACKEND), repeated: false },
+    Field { tag: 3, name: "resource", kind: Kind::Message(&M_CORE_V1_TYPEDLOCALOBJECTREFERENCE), repeated: false },
+];
+
+static M_NETWORKING_V1_INGRESSLOADBALANCERINGRESS: [Field; 3] = [
+    Field { tag: 1, name: "ip", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "hostname", kind: Kind::String, repeated: false },
+    Field { tag: 4, name: "ports", kind: Kind::Message(&M_NETWORKING_V1_INGRESSPORTSTATUS), repeated: true },
+];
+
+static M_NETWORKING_V1_INGRESSLOADBALANCERSTATUS: [Field; 1] = [
+    Field { tag: 1, name: "ingress", kind: Kind::Message(&M_NETWORKING_V1_INGRESSLOADBALANCERINGRESS), repeated: true },
+];
+
+static M_NETWORKING_V1_INGRESSPORTSTATUS: [Field; 3] = [
+    Field { tag: 1, name: "port", kind: Kind::Int, repeated: false },
+    Field { tag: 2, name: "protocol", kind: Kind::String, repeated: false },
+    Field { tag: 3, name: "error", kind: Kind::String, repeated: false },
+];
+
+static M_NETWORKING_V1_INGRESSRULE: [Field; 2] = [
+    Field { tag: 1, name: "host", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "ingressRuleValue", kind: Kind::Message(&M_NETWORKING_V1_INGRESSRULEVALUE), repeated: false },
+];
+
+static M_NETWORKING_V1_INGRESSRULEVALUE: [Field; 1] = [
+    Field { tag: 1, name: "http", kind: Kind::Message(&M_NETWORKING_V1_HTTPINGRESSRULEVALUE), repeated: false },
+];
+
+static M_NETWORKING_V1_INGRESSSERVICEBACKEND: [Field; 2] = [
+    Field { tag: 1, name: "name", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "port", kind: Kind::Message(&M_NETWORKING_V1_SERVICEBACKENDPORT), repeated: false },
+];
+
+static M_NETWORKING_V1_INGRESSSPEC: [Field; 4] = [
+    Field { tag: 4, name: "ingressClassName", kind: Kind::String, repeated: false },
+    Field { tag: 1, name: "defaultBackend", kind: Kind::Message(&M_NETWORKING_V1_INGRESSBACKEND), repeated: false },
+    Field { tag: 2, name: "tls", kind: Kind::Message(&M_NETWORKING_V1_INGRESSTLS), repeated: true },
+    Field { tag: 3, name: "rules", kind: Kind::Message(&M_NETWORKING_V1_INGRESSRULE), repeated: true },
+];
+
+static M_NETWORKING_V1_INGRESSSTATUS: [Field; 1] = [
+    Field { tag: 1, name: "loadBalancer", kind: Kind::Message(&M_NETWORKING_V1_INGRESSLOADBALANCERSTATUS), repeated: false },
+];
+
+static M_NETWORKING_V1_INGRESSTLS: [Field; 2] = [
+    Field { tag: 1, name: "hosts", kind: Kind::String, repeated: true },
+    Field { tag: 2, name: "secretName", kind: Kind::String, repeated: false },
+];
+
+static M_NETWORKING_V1_SERVICEBACKENDPORT: [Field; 2] = [
+    Field { tag: 1, name: "name", kind: Kind::String, repeated: false },
+    Field { tag: 2, name: "number", kind: Kind::Int, repeated: false },
+];
+
 static M_APIS_META_V1_CONDITION: [Field; 6] = [
     Field { tag: 1, name: "type", kind: Kind::String, repeated: false },
     Field { tag: 2, name: "status", kind: Kind::String, repeated: false },
@@ -1515,7 +2149,18 @@ pub(super) fn root(api_version: &str, kind: &str) -> Option<&'static [Field]> {
         ("apps/v1", "ReplicaSet") => Some(&M_APPS_V1_REPLICASET),
         ("coordination.k8s.io/v1", "Lease") => Some(&M_COORDINATION_V1_LEASE),
         ("events.k8s.io/v1", "Event") => Some(&M_EVENTS_V1_EVENT),
+        ("v1", "Secret") => Some(&M_CORE_V1_SECRET),
+        ("v1", "Endpoints") => Some(&M_CORE_V1_ENDPOINTS),
+        ("v1", "PersistentVolumeClaim") => Some(&M_CORE_V1_PERSISTENTVOLUMECLAIM),
+        ("v1", "PersistentVolume") => Some(&M_CORE_V1_PERSISTENTVOLUME),
+        ("v1", "ReplicationController") => Some(&M_CORE_V1_REPLICATIONCONTROLLER),
+        ("apps/v1", "DaemonSet") => Some(&M_APPS_V1_DAEMONSET),
+        ("apps/v1", "StatefulSet") => Some(&M_APPS_V1_STATEFULSET),
+        ("networking.k8s.io/v1", "Ingress") => Some(&M_NETWORKING_V1_INGRESS),
+        ("autoscaling/v1", "HorizontalPodAutoscaler") => Some(&M_AUTOSCALING_V1_HORIZONTALPODAUTOSCALER),
+        ("autoscaling/v2", "HorizontalPodAutoscaler") => Some(&M_AUTOSCALING_V2_HORIZONTALPODAUTOSCALER),
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => Some(&M_AUTHORIZATION_V1_SELFSUBJECTACCESSREVIEW),
+        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => Some(&M_AUTHORIZATION_V1_SELFSUBJECTRULESREVIEW),
         ("authentication.k8s.io/v1", "SelfSubjectReview") => Some(&M_AUTHENTICATION_V1_SELFSUBJECTREVIEW),
         ("authentication.k8s.io/v1beta1", "SelfSubjectReview") => Some(&M_AUTHENTICATION_V1BETA1_SELFSUBJECTREVIEW),
         ("authentication.k8s.io/v1alpha1", "SelfSubjectReview") => Some(&M_AUTHENTICATION_V1ALPHA1_SELFSUBJECTREVIEW),

@@ -146,11 +146,13 @@ async fn a_writer_pausing_at_a_job_boundary_deletes_nothing() {
     eventually(TIMEOUT, "the jobs are created", || exists(&cluster, "web")).await;
     let web = uid(&cluster, "web").await;
 
-    // The first half is a valid file without `web`; the writer pauses 0.7 s (longer than the debounce, shorter
-    // than the prune settle period of 1 s) before the rest.
+    // The first half is a valid file without `web`; the writer pauses longer than the debounce (until the daemon
+    // planned the half), shorter than the prune settle period of 1 s, before the rest.
     let half = &WITH_WEB[..WITH_WEB.find("- name: web").unwrap()];
     cluster.write_jobs(half);
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    daemon
+        .wait_for_log("the deletes wait until the jobs file has not changed", 1)
+        .await;
     cluster.write_jobs(WITH_WEB);
     daemon
         .wait_for_log("the jobs file changed again: its deletes wait", 1)
@@ -244,7 +246,10 @@ async fn a_file_cut_between_two_jobs_for_a_moment_prunes_nothing() {
     // A writer stops after `nightly` for longer than the debounce time (100 ms), then writes the rest: the cut
     // file is valid and drops `web`, but it changes again before its delete may run.
     cluster.write_jobs(JOBS);
-    tokio::time::sleep(Duration::from_millis(170)).await;
+    // The cut file must be planned before the rest arrives, however loaded the machine is.
+    daemon
+        .wait_for_log("the deletes wait until the jobs file has not changed", 1)
+        .await;
     cluster.write_jobs(WITH_WEB);
     daemon
         .wait_for_log("the jobs file changed again: its deletes wait", 1)

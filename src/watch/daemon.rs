@@ -269,6 +269,10 @@ impl Daemon {
             && matches!(trigger, Trigger::File | Trigger::Start)
             && settled != Some(bytes.as_slice())
         {
+            tracing::info!(
+                settle = ?self.prune_settle,
+                "the plan deletes: the deletes wait until the jobs file has not changed for the settle period"
+            );
             if self.settled(&bytes).await {
                 return Once::Settled(bytes);
             }

@@ -46,7 +46,8 @@ fn serves_kubectl_runs_jobs_as_processes_and_stops_on_sigterm() {
         "create",
         "job",
         "hello",
-        "--image=bookworm",
+        // An image of Toolforge's table: the cluster's kubelet pulls no other (`bookworm` alone would not pull).
+        "--image=docker-registry.svc.toolforge.org/toolforge-bookworm-sssd-web:latest",
         "--",
         "sh",
         "-c",

@@ -46,7 +46,8 @@ fn serves_kubectl_runs_jobs_as_processes_and_stops_on_sigterm() {
         "create",
         "job",
         "hello",
-        "--image=bookworm",
+        // An image of Toolforge's table: the cluster's kubelet pulls no other (`bookworm` alone would not pull).
+        "--image=docker-registry.svc.toolforge.org/toolforge-bookworm-sssd-web:latest",
         "--",
         "sh",
         "-c",
@@ -74,6 +75,20 @@ fn serves_kubectl_runs_jobs_as_processes_and_stops_on_sigterm() {
         "hello from a local process\n"
     );
 
+    // An image no Toolforge cluster can pull never runs (unless the cluster was started with --allow-any-image).
+    let create = kubectl(&[
+        "create",
+        "job",
+        "elsewhere",
+        "--image=nowhere.invalid/none:1",
+        "--",
+        "sh",
+        "-c",
+        "echo ran",
+    ]);
+    assert!(create.status.success());
+    wait_for_pull_error(&kubectl, "job-name=elsewhere");
+
     let status = Command::new("kill")
         .arg("-TERM")
         .arg(server.id().to_string())
@@ -91,4 +106,25 @@ fn serves_kubectl_runs_jobs_as_processes_and_stops_on_sigterm() {
         String::from_utf8_lossy(&output.stderr)
             .contains("local cluster serving at https://127.0.0.1:")
     );
+}
+
+/// Waits until the first pod matching `selector` waits in `ErrImagePull` or `ImagePullBackOff`.
+fn wait_for_pull_error(kubectl: &dyn Fn(&[&str]) -> std::process::Output, selector: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let reason = kubectl(&[
+            "get",
+            "pods",
+            "-l",
+            selector,
+            "-o",
+            "jsonpath={.items[0].status.containerStatuses[0].state.waiting.reason}",
+        ]);
+        let reason = String::from_utf8_lossy(&reason.stdout).into_owned();
+        if reason == "ErrImagePull" || reason == "ImagePullBackOff" {
+            return;
+        }
+        assert!(Instant::now() < deadline, "not refused: {reason:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

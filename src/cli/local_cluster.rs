@@ -11,7 +11,7 @@ use toolforge_local_cluster::auth::TOOL_GROUP;
 use toolforge_local_cluster::auth::pki::Pki;
 use toolforge_local_cluster::kubeconfig::UserCredentials;
 use toolforge_local_cluster::{
-    ClusterError, Controllers, Kubelet, LocalCluster, ProcessOptions, ServeOptions,
+    ClusterError, Controllers, ImagePolicy, Kubelet, LocalCluster, ProcessOptions, ServeOptions,
     credentials_directory, serve,
 };
 
@@ -56,6 +56,11 @@ pub struct LocalClusterArgs {
     /// jobs-api.toolforge.org), to try a cluster that keeps no stored job records
     #[arg(long)]
     pub no_upstream_crds: bool,
+
+    /// Run pods whatever their image; by default only the images a Toolforge cluster can pull run (its image
+    /// table and build-service images in `tools-harbor.wmcloud.org`), others fail with `ErrImagePull`
+    #[arg(long)]
+    pub allow_any_image: bool,
 }
 
 /// What to do with the embedded local cluster instead of serving in the foreground.
@@ -105,7 +110,14 @@ pub(crate) async fn run(
         upstream_crds: !args.no_upstream_crds,
         // Jobs really run: their containers' commands become processes of the current user.
         controllers: (!args.api_only).then(|| Controllers {
-            kubelet: Some(Kubelet::Process(ProcessOptions::default())),
+            kubelet: Some(Kubelet::Process(ProcessOptions {
+                images: if args.allow_any_image {
+                    ImagePolicy::Any
+                } else {
+                    ImagePolicy::Toolforge
+                },
+                ..ProcessOptions::default()
+            })),
             ..Controllers::default()
         }),
     };

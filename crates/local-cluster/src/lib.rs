@@ -41,7 +41,7 @@ pub use cluster::{
     ClusterError, Controllers, IDENTITY_NAME, IDENTITY_NAMESPACE, LocalCluster, Options,
     ServeOptions, credentials_directory, serve,
 };
-pub use kubelet::{ContainerOutcome, Kubelet, ProcessOptions, Script};
+pub use kubelet::{ContainerOutcome, ImagePolicy, Kubelet, ProcessOptions, Script};
 pub use registry::api_error::{ApiError, FieldError, FieldErrorKind};
 pub use registry::resources::{Propagation, RESOURCES, ResourceType, by_kind, find};
 pub use registry::selector::{FieldSelector, LabelSelector};

@@ -13,7 +13,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::process::Command;
-use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, ProcessOptions};
+use toolforge_local_cluster::{
+    Controllers, ImagePolicy, Kubelet, LocalCluster, Options, ProcessOptions,
+};
 
 const MS: Duration = Duration::from_millis(1);
 /// Longer than any scenario needs; a scenario that gets here hangs, and is killed.
@@ -57,6 +59,8 @@ fn options() -> Options {
             job_backoff_cap: 200 * MS,
             kubelet: Some(Kubelet::Process(ProcessOptions {
                 restart_backoff: 100 * MS,
+                // Clients written for any cluster run any image (busybox, nginx), not only Toolforge's.
+                images: ImagePolicy::Any,
                 ..ProcessOptions::default()
             })),
         }),

@@ -15,10 +15,16 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams, WatchEvent, WatchParams};
 use serde_json::json;
 use support::eventually;
-use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, ProcessOptions};
+use toolforge_local_cluster::{
+    Controllers, ImagePolicy, Kubelet, LocalCluster, Options, ProcessOptions,
+};
 
 /// The kubectl binaries `rollout status` is checked with.
-const KUBECTLS: [&str; 2] = ["kubectl", "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"];
+const KUBECTLS: [&str; 3] = [
+    "kubectl",
+    "/usr/lib/google-cloud-sdk/bin/kubectl.1.33",
+    "/usr/lib/google-cloud-sdk/bin/kubectl.1.27",
+];
 
 async fn start(clock_speed: f64, restart_backoff: Duration) -> (LocalCluster, kube::Client) {
     let cluster = LocalCluster::start(Options {
@@ -26,7 +32,7 @@ async fn start(clock_speed: f64, restart_backoff: Duration) -> (LocalCluster, ku
             kubelet: Some(Kubelet::Process(ProcessOptions {
                 tool_data_dir: None,
                 restart_backoff,
-                images: None,
+                images: ImagePolicy::Any,
             })),
             ..Controllers::default()
         }),
@@ -163,9 +169,14 @@ fn assert_crash_looped(name: &str, pods: &[(Instant, Pod)], deployments: &[Deplo
     assert!(
         containers().any(|c| {
             let last = c.last_state.as_ref().and_then(|s| s.terminated.as_ref());
-            last.is_some_and(|t| t.exit_code == code && t.reason.as_deref() == Some(reason))
+            last.is_some_and(|t| {
+                t.exit_code == code
+                    && t.reason.as_deref() == Some(reason)
+                    && t.started_at.is_some()
+                    && t.finished_at.is_some()
+            })
         }),
-        "{name}: no lastState.terminated with exit code {code}"
+        "{name}: no lastState.terminated with exit code {code}, startedAt and finishedAt"
     );
     assert!(
         containers().any(|c| {
@@ -334,6 +345,25 @@ async fn crash_looping_deployments_exceed_their_progress_deadline_and_rollout_st
                 "{program} {name}: {stdout} {stderr}"
             );
         }
+        // RESTARTS as kubectl prints it from the server's table: the count and when the last run ended.
+        let (success, stdout, stderr) = kubectl(
+            program,
+            &kubeconfig,
+            &["get", "pods", "-l", "app=crash", "--no-headers"],
+        )
+        .await;
+        assert!(success, "{program}: {stderr}");
+        let cells: Vec<&str> = stdout.split_whitespace().collect();
+        assert_eq!(cells.get(1), Some(&"0/1"), "{program}: {stdout}");
+        let restarts: u32 = cells
+            .get(3)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{program}: {stdout}"));
+        assert!(restarts >= 2, "{program}: {stdout}");
+        assert!(
+            cells.get(4).is_some_and(|c| c.starts_with('(')) && cells.get(5) == Some(&"ago)"),
+            "{program}: {stdout}"
+        );
         let (success, stdout, stderr) = kubectl(
             program,
             &kubeconfig,

@@ -20,7 +20,7 @@ use support::eventually;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::{Child, Command};
 use toolforge_local_cluster::{
-    Controllers, Kubelet, LocalCluster, Options, ProcessOptions, credentials_directory,
+    Controllers, ImagePolicy, Kubelet, LocalCluster, Options, ProcessOptions, credentials_directory,
 };
 
 /// Set in the child process: the state file of the cluster it serves.
@@ -49,6 +49,7 @@ async fn child_cluster_process() {
         controllers: Some(Controllers {
             kubelet: Some(Kubelet::Process(ProcessOptions {
                 restart_backoff: Duration::from_millis(100),
+                images: ImagePolicy::Any,
                 ..ProcessOptions::default()
             })),
             ..Controllers::default()

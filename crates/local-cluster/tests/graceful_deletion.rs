@@ -17,14 +17,17 @@ use kube::api::{
 };
 use serde_json::{Value, json};
 use support::{Kubectl, eventually};
-use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, ProcessOptions};
+use toolforge_local_cluster::{
+    Controllers, ImagePolicy, Kubelet, LocalCluster, Options, ProcessOptions,
+};
 
 /// How long a pod takes to exit after SIGTERM (its trap sleeps this long, then writes its file).
 const EXIT_AFTER_TERM: Duration = Duration::from_secs(1);
 
-/// A container that runs until SIGTERM, then takes [`EXIT_AFTER_TERM`] and writes `$HOME/termed-<pid>`.
+/// A container that runs until SIGTERM, then takes [`EXIT_AFTER_TERM`], writes `$HOME/termed-<pid>` and exits
+/// 143 as a process ended by SIGTERM does (exit 0 would make the deleted pod `Succeeded`, as a kubelet reports it).
 fn trapping_container() -> Value {
-    let script = "trap 'sleep 1; echo TERM > \"$HOME/termed-$$\"; exit 0' TERM; echo started; sleep 600 & wait";
+    let script = "trap 'sleep 1; echo TERM > \"$HOME/termed-$$\"; exit 143' TERM; echo started; sleep 600 & wait";
     json!({"name": "main", "image": "busybox", "command": ["/bin/sh", "-c", "--", script]})
 }
 
@@ -53,7 +56,7 @@ async fn start(home: &Path, clock_speed: f64) -> (LocalCluster, kube::Client) {
             kubelet: Some(Kubelet::Process(ProcessOptions {
                 tool_data_dir: Some(home.to_path_buf()),
                 restart_backoff: Duration::from_millis(30),
-                images: None,
+                images: ImagePolicy::Any,
             })),
         }),
         clock_speed,

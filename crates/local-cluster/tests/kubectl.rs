@@ -18,7 +18,9 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
-use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, ProcessOptions};
+use toolforge_local_cluster::{
+    Controllers, ImagePolicy, Kubelet, LocalCluster, Options, ProcessOptions,
+};
 
 const SDK: &str = "/usr/lib/google-cloud-sdk/bin";
 
@@ -826,6 +828,8 @@ async fn workloads(binary: &str) {
             job_backoff_cap: Duration::from_millis(200),
             kubelet: Some(Kubelet::Process(ProcessOptions {
                 restart_backoff: Duration::from_millis(100),
+                // Clients written for any cluster run any image (busybox, nginx), not only Toolforge's.
+                images: ImagePolicy::Any,
                 ..ProcessOptions::default()
             })),
         }),

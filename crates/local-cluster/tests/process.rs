@@ -12,7 +12,9 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
 use serde_json::{Value, json};
 use support::eventually;
-use toolforge_local_cluster::{Controllers, Kubelet, LocalCluster, Options, ProcessOptions};
+use toolforge_local_cluster::{
+    Controllers, ImagePolicy, Kubelet, LocalCluster, Options, ProcessOptions,
+};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -20,7 +22,8 @@ async fn start(tool_data_dir: Option<&Path>) -> (LocalCluster, kube::Client) {
     start_with(ProcessOptions {
         tool_data_dir: tool_data_dir.map(Path::to_path_buf),
         restart_backoff: 30 * MS,
-        images: None,
+        // The tests' pods name `busybox`, which a Toolforge node would not pull.
+        images: ImagePolicy::Any,
     })
     .await
 }
@@ -311,7 +314,10 @@ async fn deleting_a_running_pod_terminates_its_process_within_the_grace_period()
 async fn with_a_fast_clock_a_30_second_grace_period_ends_in_a_fraction_of_a_second() {
     let cluster = LocalCluster::start(Options {
         controllers: Some(Controllers {
-            kubelet: Some(Kubelet::Process(ProcessOptions::default())),
+            kubelet: Some(Kubelet::Process(ProcessOptions {
+                images: ImagePolicy::Any,
+                ..ProcessOptions::default()
+            })),
             ..Controllers::default()
         }),
         clock_speed: 1000.0,
@@ -457,9 +463,7 @@ async fn an_image_the_node_cannot_pull_waits_in_err_image_pull_then_image_pull_b
     let (_cluster, client) = start_with(ProcessOptions {
         tool_data_dir: Some(home.path().to_path_buf()),
         restart_backoff: 100 * MS,
-        images: Some(vec![
-            "docker-registry.tools.wmflabs.org/toolforge-bookworm-sssd:latest".into(),
-        ]),
+        images: ImagePolicy::Toolforge,
     })
     .await;
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
@@ -641,4 +645,296 @@ async fn a_startup_probe_gates_readiness_until_its_http_endpoint_answers() {
     })
     .await;
     assert_eq!(started, (true, Some(true), 0, "True".to_owned()));
+}
+
+/// The pod's container state, once it terminated: `(phase, exit code, reason)`.
+async fn final_state(pods: &Api<Pod>, name: &str) -> Option<(String, i32, String)> {
+    let pod = pods.get(name).await.ok()?;
+    let phase = pod.status.as_ref()?.phase.clone()?;
+    let (code, reason) = terminated(&pod)?;
+    Some((phase, code, reason))
+}
+
+#[tokio::test]
+async fn a_deleted_pod_gets_sigterm_first_and_a_second_delete_shortens_its_grace_period() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let (_cluster, client) = start(Some(home.path())).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    // Default grace period (30 s). A finalizer keeps the pod after the kubelet's final delete, to read its
+    // final status.
+    let trapping = json!({"name": "main", "image": "busybox", "command": shell(
+        "trap 'echo term > got-term; exit 0' TERM; echo started; while :; do sleep 0.1; done")});
+    let mut kept = pod("trapper", &trapping, &json!({}));
+    kept.metadata.finalizers = Some(vec!["example.org/keep".to_owned()]);
+    pods.create(&PostParams::default(), &kept)
+        .await
+        .expect("pod");
+    running_with_log(&pods, "trapper", "started\n").await;
+    let begun = Instant::now();
+    pods.delete("trapper", &DeleteParams::default())
+        .await
+        .expect("delete");
+    let (phase, code, reason) =
+        eventually("the pod terminated", || final_state(&pods, "trapper")).await;
+    assert!(
+        begun.elapsed() < Duration::from_secs(3),
+        "it ended when its process did"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("got-term")).expect("the trap ran"),
+        "term\n"
+    );
+    // Its process exited 0 on SIGTERM: the pod succeeded, as a kubelet reports it.
+    assert_eq!(
+        (phase.as_str(), code, reason.as_str()),
+        ("Succeeded", 0, "Completed")
+    );
+    let killing: Vec<String> = pod_events(&client, "trapper")
+        .await
+        .into_iter()
+        .filter(|e| e.starts_with("Killing"))
+        .collect();
+    assert_eq!(killing, ["Killing Stopping container main"]);
+
+    // A process ignoring SIGTERM, deleted with the default 30 s, then again with 1 s: killed a second later.
+    let stubborn = json!({"name": "main", "image": "busybox",
+        "command": shell("trap '' TERM; echo started; exec sleep 60")});
+    pods.create(
+        &PostParams::default(),
+        &pod("stubborn", &stubborn, &json!({})),
+    )
+    .await
+    .expect("pod");
+    running_with_log(&pods, "stubborn", "started\n").await;
+    pods.delete("stubborn", &DeleteParams::default())
+        .await
+        .expect("delete");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let waiting = pods.get("stubborn").await.expect("still there");
+    assert_eq!(waiting.metadata.deletion_grace_period_seconds, Some(30));
+    let begun = Instant::now();
+    pods.delete("stubborn", &DeleteParams::default().grace_period(1))
+        .await
+        .expect("second delete");
+    eventually("the pod is gone", || async {
+        pods.get_opt("stubborn").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    let took = begun.elapsed();
+    assert!(
+        took >= Duration::from_millis(900),
+        "killed after the shorter grace period, not before ({took:?})"
+    );
+    assert!(took < Duration::from_secs(4), "not after 30 s ({took:?})");
+}
+
+#[tokio::test]
+async fn toolforge_images_run_and_always_pulls_report_the_pull() {
+    let (_cluster, client) = start_with(ProcessOptions {
+        restart_backoff: 30 * MS,
+        ..ProcessOptions::default()
+    })
+    .await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let table = "docker-registry.svc.toolforge.org/toolforge-bookworm-sssd-web:latest";
+    let harbor = "tools-harbor.wmcloud.org/tool-mytool/web:v1";
+    for (name, image) in [("table", table), ("harbor", harbor)] {
+        let container = json!({"name": "job", "image": image, "command": shell("echo ran")});
+        pods.create(&PostParams::default(), &pod(name, &container, &json!({})))
+            .await
+            .expect("pod created");
+    }
+    for name in ["table", "harbor"] {
+        let (phase, ..) = eventually("the pod ran", || final_state(&pods, name)).await;
+        assert_eq!(phase, "Succeeded", "{name}");
+    }
+    // `:latest` defaults to `imagePullPolicy: Always`: pulled at every start.
+    let events = pod_events(&client, "table").await;
+    assert!(
+        events.contains(&format!("Pulling Pulling image \"{table}\"")),
+        "{events:?}"
+    );
+    let prefix = format!("Pulled Successfully pulled image \"{table}\" in ");
+    let pulled = events
+        .iter()
+        .find(|e| e.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("{events:?}"));
+    assert!(
+        pulled.contains(" including waiting). Image size: ") && pulled.ends_with(" bytes."),
+        "{pulled}"
+    );
+    // A tag other than `latest` is `IfNotPresent`: already on the node.
+    let events = pod_events(&client, "harbor").await;
+    assert!(
+        events.contains(&format!(
+            "Pulled Container image \"{harbor}\" already present on machine"
+        )),
+        "{events:?}"
+    );
+    assert!(
+        !events.iter().any(|e| e.starts_with("Pulling")),
+        "{events:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_node_renews_its_lease_and_kubelet_events_name_the_node() {
+    let cluster = LocalCluster::start(Options {
+        controllers: Some(Controllers {
+            kubelet: Some(Kubelet::Process(ProcessOptions::default())),
+            ..Controllers::default()
+        }),
+        // 10 cluster seconds between renewals are half a real second; the kubelet waits at least one.
+        clock_speed: 20.0,
+        ..Options::default()
+    })
+    .await
+    .expect("cluster starts");
+    let client = cluster.client().expect("client");
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(client.clone(), "kube-node-lease");
+    let lease = eventually("the node's lease", || async {
+        leases.get_opt("local").await.ok()?
+    })
+    .await;
+    let spec = lease.spec.clone().expect("spec");
+    assert_eq!(spec.holder_identity.as_deref(), Some("local"));
+    assert_eq!(spec.lease_duration_seconds, Some(40));
+    let owner = &lease.metadata.owner_references.expect("owned")[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("Node", "local")
+    );
+    let first = spec.renew_time.expect("renewed");
+    eventually("a renewal", || async {
+        let renewed = leases.get("local").await.ok()?.spec?.renew_time?;
+        (renewed.0 > first.0).then_some(())
+    })
+    .await;
+
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let container =
+        json!({"name": "job", "image": "nowhere.invalid/none:1", "command": shell("true")});
+    pods.create(&PostParams::default(), &pod("p", &container, &json!({})))
+        .await
+        .expect("pod created");
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::default_namespaced(client);
+    let failed = eventually("the kubelet's Failed event", || async {
+        events
+            .list(&ListParams::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("Failed"))
+    })
+    .await;
+    let source = failed.source.expect("source");
+    assert_eq!(
+        (source.component.as_deref(), source.host.as_deref()),
+        (Some("kubelet"), Some("local"))
+    );
+    assert_eq!(
+        (
+            failed.reporting_component.as_deref(),
+            failed.reporting_instance.as_deref()
+        ),
+        (Some("kubelet"), Some("local"))
+    );
+    cluster.shutdown().await.expect("shutdown");
+}
+
+/// Whether this test (and so its cluster) runs as root.
+fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+        status
+            .lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+    })
+}
+
+#[tokio::test]
+async fn a_container_that_would_break_run_as_non_root_is_refused_and_never_runs() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let (_cluster, client) = start(Some(home.path())).await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    // As root, a container without `runAsUser` would run as root (there is no image user); otherwise only an
+    // explicit `runAsUser: 0` would.
+    let (context, expected) = if running_as_root() {
+        (
+            json!({"runAsNonRoot": true}),
+            "container has runAsNonRoot and image will run as root",
+        )
+    } else {
+        (
+            json!({"runAsNonRoot": true, "runAsUser": 0}),
+            "container's runAsUser breaks non-root policy",
+        )
+    };
+    let container = json!({"name": "main", "image": "busybox", "command": shell("touch ran")});
+    let created = pods
+        .create(
+            &PostParams::default(),
+            &pod("rooted", &container, &json!({"securityContext": context})),
+        )
+        .await
+        .expect("pod created");
+    let uid = created.metadata.uid.expect("uid");
+    let message = eventually("CreateContainerConfigError", || async {
+        let pod = pods.get("rooted").await.ok()?;
+        let status = pod.status?;
+        let waiting = status.container_statuses?.first()?.state.clone()?.waiting?;
+        (waiting.reason.as_deref() == Some("CreateContainerConfigError"))
+            .then_some((status.phase, waiting.message))
+    })
+    .await;
+    let full = format!("{expected} (pod: \"rooted_default({uid})\", container: main)");
+    assert_eq!(message, (Some("Pending".to_owned()), Some(full.clone())));
+    assert!(
+        pod_events(&client, "rooted")
+            .await
+            .contains(&format!("Failed Error: {full}"))
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!home.path().join("ran").exists(), "the command never ran");
+}
+
+#[tokio::test]
+async fn a_root_cluster_runs_the_container_as_its_run_as_user_in_a_working_dir_it_owns() {
+    let (_cluster, client) = start(None).await;
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    // A fresh directory the kubelet creates: anyone may reach it, and the container's user owns it.
+    let top = std::env::temp_dir().join(format!("run-as-{}", std::process::id()));
+    let work = top.join("work");
+    let container = json!({"name": "main", "image": "busybox", "workingDir": work,
+        "command": shell("echo $(id -u):$(id -g); touch made-here")});
+    let context = json!({"runAsNonRoot": true, "runAsUser": 65534, "runAsGroup": 65533});
+    pods.create(
+        &PostParams::default(),
+        &pod("nobody", &container, &json!({"securityContext": context})),
+    )
+    .await
+    .expect("pod created");
+    let (phase, ..) = eventually("the pod ran", || final_state(&pods, "nobody")).await;
+    let log = pods
+        .logs("nobody", &LogParams::default())
+        .await
+        .expect("log");
+    let made = std::fs::metadata(work.join("made-here"));
+    let _ = std::fs::remove_dir_all(&top);
+    assert_eq!(phase, "Succeeded", "{log}");
+    if running_as_root() {
+        assert_eq!(log, "65534:65533\n");
+        let made = made.expect("the process wrote in its working directory");
+        assert_eq!(
+            (
+                std::os::unix::fs::MetadataExt::uid(&made),
+                std::os::unix::fs::MetadataExt::gid(&made)
+            ),
+            (65534, 65533)
+        );
+    } else {
+        // A cluster that is not root cannot change users: the process runs as the cluster's user.
+        assert_ne!(log, "65534:65533\n");
+    }
 }

@@ -231,7 +231,7 @@ fn cells(resource: &ResourceType, object: &Value, now: jiff::Timestamp) -> Vec<V
     }
     let created = age(object, &["metadata", "creationTimestamp"], now);
     match resource.plural {
-        "pods" => pod_cells(object, name, &created),
+        "pods" => pod_cells(object, name, &created, now),
         "jobs" => job_cells(object, name, &created, now),
         "cronjobs" => cronjob_cells(object, name, &created, now),
         "deployments" => deployment_cells(object, name, &created),
@@ -350,7 +350,7 @@ pub(super) fn selector_column(object: &Value, path: &[&str]) -> Value {
 }
 
 /// A pod row: ready containers, status, restarts, age, IP and node.
-fn pod_cells(object: &Value, name: Value, created: &str) -> Vec<Value> {
+fn pod_cells(object: &Value, name: Value, created: &str, now: jiff::Timestamp) -> Vec<Value> {
     let statuses = meta::at(object, &["status", "containerStatuses"])
         .and_then(Value::as_array)
         .cloned()
@@ -366,11 +366,26 @@ fn pod_cells(object: &Value, name: Value, created: &str) -> Vec<Value> {
         .iter()
         .map(|s| s.get("restartCount").and_then(Value::as_i64).unwrap_or(0))
         .sum();
+    // As the API server's pod printer: with restarts, how long ago the latest previous run ended.
+    let last_restart = statuses
+        .iter()
+        .filter_map(|s| meta::str_at(s, &["lastState", "terminated", "finishedAt"]))
+        .filter_map(meta::parse_time)
+        .max();
+    let restarts = match last_restart {
+        Some(at) if restarts != 0 => {
+            format!(
+                "{restarts} ({} ago)",
+                human_duration(now.duration_since(at))
+            )
+        }
+        _ => restarts.to_string(),
+    };
     vec![
         name,
         json!(format!("{ready}/{total}")),
         json!(pod_status(object, &statuses)),
-        json!(restarts.to_string()),
+        json!(restarts),
         json!(created),
         json!(meta::str_at(object, &["status", "podIP"]).unwrap_or("<none>")),
         json!(meta::str_at(object, &["spec", "nodeName"]).unwrap_or("<none>")),

@@ -104,6 +104,15 @@ pub(crate) fn record(store: &crate::registry::store::Store, event: &Event) -> Re
         )?;
         return Ok(());
     }
+    // The kubelet says which node it is, as a real one does; controllers leave both empty.
+    let (source, instance) = if event.component == "kubelet" {
+        (
+            json!({"component": event.component, "host": crate::bootstrap::NODE_NAME}),
+            crate::bootstrap::NODE_NAME,
+        )
+    } else {
+        (json!({"component": event.component}), "")
+    };
     let nanos = store.clock().now().as_nanosecond();
     let name = format!(
         "{}.{nanos:x}",
@@ -117,12 +126,12 @@ pub(crate) fn record(store: &crate::registry::store::Store, event: &Event) -> Re
         "reason": event.reason,
         "message": event.message,
         "type": event.kind,
-        "source": {"component": event.component},
+        "source": source,
         "firstTimestamp": now,
         "lastTimestamp": now,
         "count": 1,
         "reportingComponent": event.component,
-        "reportingInstance": "",
+        "reportingInstance": instance,
         "eventTime": null,
     });
     ops::create(store, resource, Some(&namespace), body, &options)?;

@@ -27,11 +27,15 @@ use crate::registry::ops::Part;
 use crate::registry::resources::pods;
 use crate::registry::store::{Change, ObjectKey, Store};
 
+mod images;
+mod lease;
 mod pids;
 mod pod_status;
 mod probe;
 mod process;
 mod script;
+mod security;
+pub use images::ImagePolicy;
 pub(crate) use pids::{pid_file, stop_previous};
 use pod_status::PodView;
 use process::ProcessKubelet;
@@ -61,6 +65,9 @@ pub(crate) fn start(
             framework::spawn(ScriptedKubelet::new(script.clone()), store, shutdown);
         }
         Kubelet::Process(options) => {
+            // Only the real node keeps a heartbeat: a Lease write a second would only add changes to the
+            // fast-clock scripted tests.
+            lease::spawn(store, shutdown);
             let kubelet = ProcessKubelet::new(options.clone(), store.clock(), pid_file);
             framework::spawn(kubelet, store, shutdown);
         }
@@ -227,6 +234,17 @@ fn previous(pod: &Value) -> Value {
         .unwrap_or_else(|| json!({}))
 }
 
+/// The `restartCount` the pod's (first) container shows.
+fn restart_count(pod: &Value) -> u32 {
+    meta::at(pod, &["status", "containerStatuses"])
+        .and_then(Value::as_array)
+        .and_then(|l| l.first())
+        .and_then(|c| c.get("restartCount"))
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
+        .unwrap_or(0)
+}
+
 fn started_at(pod: &Value) -> Value {
     meta::at(pod, &["status", "containerStatuses"])
         .and_then(Value::as_array)
@@ -236,15 +254,41 @@ fn started_at(pod: &Value) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// A duration as Go prints it in kubelet messages: `10s`, `5m0s`, `20ms`.
+/// Whether the kubelet pulls a container's image before every start: `imagePullPolicy: Always`, which is also
+/// the API's default for an image without a tag or with `:latest` (and no digest).
+fn pulls_always(container: &Value) -> bool {
+    if let Some(policy) = container.get("imagePullPolicy").and_then(Value::as_str) {
+        return policy == "Always";
+    }
+    let image = container
+        .get("image")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let name = image.rsplit('/').next().unwrap_or(image);
+    !image.contains('@') && name.split_once(':').is_none_or(|(_, tag)| tag == "latest")
+}
+
+/// A duration as Go prints it in kubelet messages, to the millisecond: `10s`, `5m0s`, `20ms`, `1.5s`, `0s`.
 fn go_duration(duration: Duration) -> String {
     let seconds = duration.as_secs();
-    if duration.subsec_millis() != 0 && seconds == 0 {
-        format!("{}ms", duration.as_millis())
-    } else if seconds >= 60 {
-        format!("{}m{}s", seconds / 60, seconds % 60)
+    let millis = duration.subsec_millis();
+    if seconds == 0 {
+        return if millis == 0 {
+            "0s".to_owned()
+        } else {
+            format!("{millis}ms")
+        };
+    }
+    let fraction = if millis == 0 {
+        String::new()
     } else {
-        format!("{seconds}s")
+        format!(".{millis:03}").trim_end_matches('0').to_owned()
+    };
+    let (hours, minutes, seconds) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
+    match (hours, minutes) {
+        (0, 0) => format!("{seconds}{fraction}s"),
+        (0, _) => format!("{minutes}m{seconds}{fraction}s"),
+        _ => format!("{hours}h{minutes}m{seconds}{fraction}s"),
     }
 }
 
@@ -313,6 +357,36 @@ impl Step<'_> {
         }
     }
 
+    fn pulling(&mut self) {
+        self.events("Normal", "Pulling", |_, image| {
+            format!("Pulling image \"{image}\"")
+        });
+    }
+
+    /// The image is there for the containers to be created: under `imagePullPolicy: Always` the kubelet pulled
+    /// it again (`Pulling`, then `Pulled` with the time, the script's start delay, and a size); otherwise it was
+    /// already on the node.
+    fn pulled(&mut self) {
+        let always = meta::at(self.pod, &["spec", "containers"])
+            .and_then(Value::as_array)
+            .and_then(|l| l.first())
+            .is_some_and(pulls_always);
+        if !always {
+            self.events("Normal", "Pulled", |_, image| {
+                format!("Container image \"{image}\" already present on machine")
+            });
+            return;
+        }
+        self.pulling();
+        let took = go_duration(self.script.start_delay);
+        self.events("Normal", "Pulled", |_, image| {
+            let size = pod_status::image_size(image);
+            format!(
+                "Successfully pulled image \"{image}\" in {took} ({took} including waiting). Image size: {size} bytes."
+            )
+        });
+    }
+
     fn first_image(&self) -> String {
         pod_status::containers(self.pod)
             .into_iter()
@@ -334,9 +408,6 @@ impl Step<'_> {
             0,
             false,
         );
-        self.events("Normal", "Pulling", |_, image| {
-            format!("Pulling image \"{image}\"")
-        });
         self.action.requeue_after = Some(self.script.start_delay);
         self.done(Some(Next::Enter(Stage::Creating, 0)))
     }
@@ -347,11 +418,13 @@ impl Step<'_> {
         let terminated = json!({"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown",
             "message": "The container could not be located when the pod was terminated",
             "startedAt": null, "finishedAt": self.now}});
+        // The count the earlier life reached goes on, as a node keeps it across kubelet restarts.
+        let before = restart_count(self.pod);
         if meta::str_at(self.pod, &["spec", "restartPolicy"]) == Some("Never") {
-            self.write("Failed", terminated, json!({}), self.restarts, false);
+            self.write("Failed", terminated, json!({}), before, false);
             return self.done(None);
         }
-        let restarts = self.restarts + 1;
+        let restarts = before + 1;
         self.write(
             "Pending",
             waiting("ContainerCreating", ""),
@@ -378,6 +451,7 @@ impl Step<'_> {
                     self.restarts,
                     false,
                 );
+                self.pulling();
                 self.events("Warning", "Failed", |_, image| {
                     format!("Failed to pull image \"{image}\": {error}")
                 });
@@ -399,9 +473,7 @@ impl Step<'_> {
                 let message = format!(
                     "failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: \"{command}\": executable file not found in $PATH: unknown"
                 );
-                self.events("Normal", "Pulled", |_, image| {
-                    format!("Container image \"{image}\" already present on machine")
-                });
+                self.pulled();
                 self.events("Normal", "Created", |name, _| {
                     format!("Created container: {name}")
                 });
@@ -423,9 +495,7 @@ impl Step<'_> {
                     self.restarts,
                     ready,
                 );
-                self.events("Normal", "Pulled", |_, image| {
-                    format!("Container image \"{image}\" already present on machine")
-                });
+                self.pulled();
                 self.events("Normal", "Created", |name, _| {
                     format!("Created container: {name}")
                 });
@@ -448,6 +518,26 @@ impl Step<'_> {
             self.restarts,
             ready,
         );
+    }
+
+    /// The kubelet refuses to create the container for its configuration (`CreateContainerConfigError`, e.g. a
+    /// `runAsNonRoot` it would break): the pod stays where it is, not ready, until it is deleted.
+    fn config_error(mut self, message: &str) -> (Action, Option<Next>) {
+        self.pulled();
+        let phase = if self.restarts == 0 {
+            "Pending"
+        } else {
+            "Running"
+        };
+        self.write(
+            phase,
+            waiting("CreateContainerConfigError", message),
+            self.last_state(),
+            self.restarts,
+            false,
+        );
+        self.events("Warning", "Failed", |_, _| format!("Error: {message}"));
+        self.done(None)
     }
 
     /// A failed pull backs off: `ImagePullBackOff`. The image never appears (scripted, or missing from the
@@ -528,9 +618,11 @@ fn started_elsewhere(pod: &Value) -> bool {
         .any(|c| c.get("containerID").is_some() || meta::at(c, &["state", "running"]).is_some())
 }
 
-/// Stops a deleted pod's containers (they honour SIGTERM at once: exit 143) and writes the terminal status,
-/// after which the pod goes away unless finalizers hold it.
-fn terminate(pod: &Value, restarts: u32, now: &str, exit_code: i32) -> Action {
+/// Writes the terminal status of a deleted pod whose containers stopped with `exit_code` (143: they honoured
+/// SIGTERM; the scripted kubelet's containers always do, at once), after which the pod goes away unless
+/// finalizers hold it. As a kubelet does, the phase is `Succeeded` when the containers exited 0, else `Failed`.
+/// `announce`: say `Killing` now (the process kubelet said it when it sent SIGTERM).
+fn terminate(pod: &Value, restarts: u32, now: &str, exit_code: i32, announce: bool) -> Action {
     let mut step = Step {
         pod,
         script: &Script::new(ContainerOutcome::RunForever),
@@ -540,15 +632,23 @@ fn terminate(pod: &Value, restarts: u32, now: &str, exit_code: i32) -> Action {
         starting: false,
     };
     let running = started_at(pod);
-    let state = if running.is_null() {
-        json!({"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown",
+    let (phase, state) = if running.is_null() {
+        let state = json!({"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown",
             "message": "The container could not be located when the pod was terminated",
-            "startedAt": null, "finishedAt": now}})
+            "startedAt": null, "finishedAt": now}});
+        ("Failed", state)
     } else {
-        json!({"terminated": {"exitCode": exit_code, "reason": "Error", "startedAt": running, "finishedAt": now}})
+        let (phase, reason) = if exit_code == 0 {
+            ("Succeeded", "Completed")
+        } else {
+            ("Failed", "Error")
+        };
+        let state = json!({"terminated": {"exitCode": exit_code, "reason": reason, "startedAt": running,
+            "finishedAt": now}});
+        (phase, state)
     };
-    step.write("Failed", state, step.last_state(), restarts, false);
-    if !running.is_null() {
+    step.write(phase, state, step.last_state(), restarts, false);
+    if announce && !running.is_null() {
         step.events("Normal", "Killing", |name, _| {
             format!("Stopping container {name}")
         });
@@ -604,7 +704,7 @@ fn step(
     }
     let restarts = run.map_or(0, |(r, _)| r.restarts);
     if meta::is_deleting(pod) {
-        return (terminate(pod, restarts, now, 143), None);
+        return (terminate(pod, restarts, now, 143, true), None);
     }
     let outcome = script.outcome(pod);
     let mut step = Step {
@@ -788,7 +888,7 @@ mod tests {
         assert!(terminated["message"].as_str().is_some_and(
             |m| m.contains("exec: \"run-it\": executable file not found in $PATH")
         ));
-        assert_eq!(reasons(&action), ["Pulled", "Created", "Failed"]);
+        assert_eq!(reasons(&action), ["Pulling", "Pulled", "Created", "Failed"]);
     }
 
     #[test]
@@ -842,10 +942,28 @@ mod tests {
     }
 
     #[test]
+    fn after_a_cluster_restart_the_restart_count_goes_on_from_the_one_shown() {
+        let mut restarted = pod("Always");
+        restarted["status"]["containerStatuses"][0]["restartCount"] = json!(3);
+        let script = Script::new(ContainerOutcome::RunForever);
+        let (action, next) = step(&restarted, None, &script, NOW);
+        assert_eq!(next, Some(Next::Enter(Stage::Creating, 4)));
+        let container = &written_status(&action)["containerStatuses"][0];
+        assert_eq!(container["restartCount"], 4);
+        assert_eq!(
+            container["lastState"]["terminated"]["reason"],
+            "ContainerStatusUnknown"
+        );
+    }
+
+    #[test]
     fn durations_read_as_go_prints_them() {
         assert_eq!(go_duration(Duration::from_secs(300)), "5m0s");
         assert_eq!(go_duration(Duration::from_secs(10)), "10s");
         assert_eq!(go_duration(Duration::from_millis(20)), "20ms");
+        assert_eq!(go_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(go_duration(Duration::from_millis(61_025)), "1m1.025s");
+        assert_eq!(go_duration(Duration::ZERO), "0s");
     }
 
     #[test]

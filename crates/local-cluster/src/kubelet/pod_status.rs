@@ -60,6 +60,13 @@ fn digest(text: &str) -> String {
     hex
 }
 
+/// The size an image is reported to have when pulled: stable per image and of a plausible order (20 to 220 MB).
+pub(crate) fn image_size(image: &str) -> u64 {
+    let hex = digest(image);
+    let seed = u64::from_str_radix(hex.get(..8).unwrap_or("0"), 16).unwrap_or(0);
+    20_000_000 + seed % 200_000_000
+}
+
 /// `docker.io/library/busybox` for `busybox`, as containerd reports image names.
 fn qualified_image(image: &str) -> String {
     let repository = image.split(['@', ':']).next().unwrap_or(image);
@@ -132,7 +139,12 @@ pub(crate) fn render(pod: &Value, view: &PodView, now: &str) -> Value {
     let created = !view.state.get("waiting").is_some_and(|w| {
         matches!(
             meta::str_at(w, &["reason"]),
-            Some("ContainerCreating" | "ErrImagePull" | "ImagePullBackOff")
+            Some(
+                "ContainerCreating"
+                    | "ErrImagePull"
+                    | "ImagePullBackOff"
+                    | "CreateContainerConfigError"
+            )
         )
     }) || view.restart_count > 0;
     let statuses: Vec<Value> = names

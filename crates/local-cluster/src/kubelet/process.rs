@@ -2,8 +2,10 @@
 //! `args` exec'd directly, the container's env plus `HOME`, `TOOL_DATA_DIR` and `PORT`, in its `workingDir`
 //! (created if missing). Output is appended to the log store as it arrives; the real exit code becomes the
 //! terminated state; restarts follow the scripted kubelet's crash-loop back-off; a deleted pod's process gets
-//! SIGTERM, then SIGKILL after the grace period. An image missing from [`ProcessOptions::images`] is not pulled:
-//! `ErrImagePull`, then `ImagePullBackOff` after `restart_backoff`, and the pod stays Pending.
+//! SIGTERM (`Killing`), then SIGKILL once the grace period is over — the pod's current
+//! `deletionGracePeriodSeconds`, so a second delete with a shorter one brings SIGKILL forward. An image
+//! [`ProcessOptions::images`] does not allow is not pulled: `ErrImagePull`, then `ImagePullBackOff` after
+//! `restart_backoff`, and the pod stays Pending.
 //! Probes ([`super::probe`]): a startup probe keeps the container not `started` and the others off until it
 //! passes; a readiness probe drives `ready` and the pod's `Ready` condition (a container without one is ready
 //! once started). Whatever its probes say, a container is shown ready only once it has stayed running through
@@ -27,9 +29,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use super::images::ImagePolicy;
 use super::pids::PidFile;
 use super::probe::{Kind, Prober, Verdict};
 use super::script::{ContainerOutcome, Script, crash_backoff};
+use super::security::{self, RunAs};
 use super::{Next, Stage, Step, bind, is_terminal, started_at, started_elsewhere, terminate};
 use crate::clock::Clock;
 use crate::controllers::framework::{Action, Key, Reconciler};
@@ -46,18 +50,9 @@ pub struct ProcessOptions {
     /// The first crash-loop back-off; it doubles per restart up to 30 times this (10 s → 300 s). Also how long
     /// a failed image pull shows `ErrImagePull` before `ImagePullBackOff`.
     pub restart_backoff: Duration,
-    /// The images the node can pull, exactly as pods name them; a container of any other image waits in
-    /// `ErrImagePull`, then `ImagePullBackOff`, and never runs. `None`: every image pulls.
-    pub images: Option<Vec<String>>,
-}
-
-impl ProcessOptions {
-    /// Whether the node can pull `image`.
-    pub(crate) fn pulls(&self, image: &str) -> bool {
-        self.images
-            .as_ref()
-            .is_none_or(|images| images.iter().any(|i| i == image))
-    }
+    /// The images the node can pull (by default Toolforge's); a container of any other image waits in
+    /// `ErrImagePull`, then `ImagePullBackOff`, and never runs.
+    pub images: ImagePolicy,
 }
 
 impl Default for ProcessOptions {
@@ -65,7 +60,7 @@ impl Default for ProcessOptions {
         ProcessOptions {
             tool_data_dir: None,
             restart_backoff: Duration::from_secs(10),
-            images: None,
+            images: ImagePolicy::Toolforge,
         }
     }
 }
@@ -86,8 +81,8 @@ struct Running {
     readers: Vec<JoinHandle<()>>,
     /// When the process was seen to exit, and how.
     exited: Option<(Instant, ExitStatus)>,
-    /// When SIGTERM was sent and when SIGKILL follows.
-    kill_at: Option<Instant>,
+    /// Set once SIGTERM was sent: when SIGKILL follows.
+    stopping: Option<Stopping>,
     /// The container's probes, which started with it.
     probes: Vec<Prober>,
     /// Whether the startup probe succeeded (true without one): until then no other probe runs.
@@ -100,10 +95,32 @@ struct Running {
     shown_ready: bool,
 }
 
+/// A container being stopped: SIGTERM was sent, SIGKILL follows at `kill_at`.
+#[derive(Debug, Clone, Copy)]
+struct Stopping {
+    kill_at: Instant,
+    /// The grace period `kill_at` was set for (cluster time), to notice a shorter one.
+    grace: Duration,
+}
+
 /// Sends SIGTERM to the container's processes; SIGKILL follows after the pod's grace period (cluster time).
 fn stop(running: &mut Running, pod: &Value, clock: Clock) {
     signal_group(&running.child, "TERM");
-    running.kill_at = Some(clock.deadline(grace_period(pod)));
+    let grace = grace_period(pod);
+    running.stopping = Some(Stopping {
+        kill_at: clock.deadline(grace),
+        grace,
+    });
+}
+
+/// A second delete shortened the pod's grace period (`deletionGracePeriodSeconds`): as the kubelet's pod worker
+/// restarts the kill with the shorter period, SIGKILL comes that long from now unless it was due sooner.
+fn shorten(stopping: &mut Stopping, pod: &Value, clock: Clock) {
+    let grace = grace_period(pod);
+    if grace < stopping.grace {
+        stopping.kill_at = stopping.kill_at.min(clock.deadline(grace));
+        stopping.grace = grace;
+    }
 }
 
 /// Where a pod is.
@@ -122,6 +139,8 @@ enum State {
     },
     /// Backing off from a pull that will not succeed; nothing happens until the pod is deleted.
     PullBackOff,
+    /// Refused for its `securityContext` (`CreateContainerConfigError`); nothing happens until the pod is deleted.
+    Refused,
 }
 
 #[derive(Debug)]
@@ -143,6 +162,8 @@ pub(crate) struct ProcessKubelet {
     clock: Clock,
     /// Where the running processes are recorded, with a state file.
     pids: Option<PidFile>,
+    /// Whether the cluster runs as root, and so can run containers as their `runAsUser` ([`security`]).
+    cluster_is_root: bool,
 }
 
 impl ProcessKubelet {
@@ -156,6 +177,7 @@ impl ProcessKubelet {
             runs: HashMap::new(),
             clock,
             pids: pids.map(PidFile::new),
+            cluster_is_root: rustix::process::geteuid().is_root(),
         }
     }
 
@@ -228,10 +250,11 @@ fn strings(container: &Value, field: &str) -> Vec<String> {
 struct Context {
     dir: PathBuf,
     env: Vec<(String, OsString)>,
+    run_as: RunAs,
 }
 
 impl Context {
-    fn of(container: &Value, options: &ProcessOptions) -> std::io::Result<Context> {
+    fn of(container: &Value, options: &ProcessOptions, run_as: RunAs) -> std::io::Result<Context> {
         let working_dir = container
             .get("workingDir")
             .and_then(Value::as_str)
@@ -243,8 +266,17 @@ impl Context {
             (None, None) => std::env::current_dir()?,
         };
         let dir = working_dir.unwrap_or_else(|| home.clone());
-        // As container runtimes do, a missing working directory is created.
-        std::fs::create_dir_all(&dir)?;
+        // As container runtimes do, a missing working directory is created, owned by the container's user.
+        if !dir.is_dir() {
+            std::fs::create_dir_all(&dir)?;
+            if let Some((uid, gid)) = run_as {
+                rustix::fs::chown(
+                    &dir,
+                    Some(rustix::fs::Uid::from_raw(uid)),
+                    Some(rustix::fs::Gid::from_raw(gid)),
+                )?;
+            }
+        }
         let mut env: Vec<(String, OsString)> = Vec::new();
         if let Some(path) = std::env::var_os("PATH") {
             env.push(("PATH".into(), path));
@@ -271,7 +303,7 @@ impl Context {
                 env.push((name.to_owned(), value.into()));
             }
         }
-        Ok(Context { dir, env })
+        Ok(Context { dir, env, run_as })
     }
 
     /// `argv` as a command in this directory and environment (and nothing of the cluster's).
@@ -285,15 +317,18 @@ impl Context {
             .current_dir(&self.dir)
             .env_clear()
             .envs(self.env.iter().map(|(k, v)| (k, v)));
+        if let Some((uid, gid)) = self.run_as {
+            command.uid(uid).gid(gid);
+        }
         command
     }
 }
 
 /// The container's own process: `command` + `args`, leading its own process group, output piped.
-fn command(container: &Value, options: &ProcessOptions) -> std::io::Result<Command> {
+fn command(container: &Value, options: &ProcessOptions, run_as: RunAs) -> std::io::Result<Command> {
     let mut argv = strings(container, "command");
     argv.extend(strings(container, "args"));
-    let mut command = Context::of(container, options)?.command(&argv);
+    let mut command = Context::of(container, options, run_as)?.command(&argv);
     command
         .process_group(0)
         .stdin(Stdio::null())
@@ -407,7 +442,7 @@ impl ProcessKubelet {
                 starting: false,
             };
             if meta::is_deleting(&pod) {
-                return terminate(&pod, 0, &now, 143);
+                return terminate(&pod, 0, &now, 143, false);
             }
             let (action, next) = if started_elsewhere(&pod) {
                 step.lost()
@@ -454,8 +489,13 @@ impl ProcessKubelet {
         };
         let deleting = meta::is_deleting(pod);
         match &mut run.state {
-            State::Waiting { .. } | State::PullFailed { .. } | State::PullBackOff if deleting => {
-                (terminate(pod, run.restarts, now, 143), false)
+            State::Waiting { .. }
+            | State::PullFailed { .. }
+            | State::PullBackOff
+            | State::Refused
+                if deleting =>
+            {
+                (terminate(pod, run.restarts, now, 143, false), false)
             }
             State::PullFailed { at } => {
                 let elapsed = Instant::now().saturating_duration_since(*at);
@@ -466,7 +506,7 @@ impl ProcessKubelet {
                 run.state = State::PullBackOff;
                 (step.pull_back_off().0, true)
             }
-            State::PullBackOff => (Action::default(), true),
+            State::PullBackOff | State::Refused => (Action::default(), true),
             State::Waiting { at, delay } => {
                 let elapsed = Instant::now().saturating_duration_since(*at);
                 if elapsed < *delay {
@@ -495,18 +535,28 @@ impl ProcessKubelet {
                     }
                 }
                 let Some((exited, status)) = running.exited else {
-                    if deleting && running.kill_at.is_none() {
-                        stop(running, pod, self.clock);
-                    }
-                    match running.kill_at {
-                        Some(at) if Instant::now() >= at => {
-                            signal_group(&running.child, "KILL");
-                            let _ = running.child.kill();
-                        }
+                    let mut step = step;
+                    match &mut running.stopping {
+                        Some(stopping) if deleting => shorten(stopping, pod, self.clock),
                         Some(_) => {}
+                        None if deleting => {
+                            stop(running, pod, self.clock);
+                            step.events("Normal", "Killing", |name, _| {
+                                format!("Stopping container {name}")
+                            });
+                        }
                         None => return (self.probe(running, pod, step), true),
                     }
-                    return (later(self.clock, POLL), true);
+                    if running
+                        .stopping
+                        .is_some_and(|s| Instant::now() >= s.kill_at)
+                    {
+                        signal_group(&running.child, "KILL");
+                        let _ = running.child.kill();
+                    }
+                    let mut action = step.action;
+                    action.requeue(self.clock.cluster(POLL));
+                    return (action, true);
                 };
                 // The rest of its output first, so the log is complete once the status says it ended.
                 let drained = running.readers.iter().all(JoinHandle::is_finished);
@@ -515,7 +565,7 @@ impl ProcessKubelet {
                 }
                 let code = exit_code(status);
                 if deleting {
-                    return (terminate(pod, run.restarts, now, code), false);
+                    return (terminate(pod, run.restarts, now, code, false), false);
                 }
                 let reason = if code == 0 { "Completed" } else { "Error" };
                 let terminated = json!({"terminated": {"exitCode": code, "reason": reason,
@@ -546,12 +596,20 @@ impl ProcessKubelet {
             .get("image")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        if !self.options.pulls(image) {
+        if !self.options.images.pulls(image, store) {
             let (action, _) = step.start(&ContainerOutcome::ImagePullError);
             run.state = State::PullFailed { at: Instant::now() };
             return (action, true);
         }
-        let child = command(&container, &self.options).and_then(|mut c| c.spawn());
+        let run_as = match security::run_as(pod, &container, self.cluster_is_root) {
+            Ok(run_as) => run_as,
+            Err(message) => {
+                let (action, _) = step.config_error(&message);
+                run.state = State::Refused;
+                return (action, true);
+            }
+        };
+        let child = command(&container, &self.options, run_as).and_then(|mut c| c.spawn());
         let Ok(mut child) = child else {
             let (action, next) = step.start(&ContainerOutcome::CannotStart);
             self.remember(run, next);
@@ -582,7 +640,7 @@ impl ProcessKubelet {
             child,
             readers,
             exited: None,
-            kill_at: None,
+            stopping: None,
             started: !has(Kind::Startup),
             ready: !has(Kind::Startup) && !has(Kind::Readiness),
             since: started,
@@ -598,7 +656,8 @@ impl ProcessKubelet {
     fn probe(&self, running: &mut Running, pod: &Value, mut step: Step<'_>) -> Action {
         let container = container(pod);
         let exec = |argv: &[String]| {
-            Context::of(&container, &self.options)
+            let run_as = security::run_as(pod, &container, self.cluster_is_root).ok()?;
+            Context::of(&container, &self.options, run_as)
                 .ok()
                 .map(|c| c.command(argv))
         };

@@ -1,5 +1,5 @@
-//! `cluster`: the I/O shell around the pure core — connecting to the Kubernetes API and reading, in one round of
-//! concurrent requests, everything rendering and planning need (SPEC §5).
+//! `cluster`: the I/O shell around the pure core — connecting to the Kubernetes API and reading, in rounds of
+//! concurrent requests, what rendering and planning need (SPEC §5).
 //!
 //! [`connect`] turns `--kubeconfig`/`--context` into a client; [`read`] fetches a [`Snapshot`]: one LIST per
 //! workload kind and the Services of the tool's namespace, the inventory ConfigMap, the `LimitRange` and

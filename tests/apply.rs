@@ -11,6 +11,7 @@ use k8s_openapi::api::batch::v1::Job as KubeJob;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -74,18 +75,20 @@ async fn diff_plans_creates_apply_creates_and_then_nothing_changes() {
         "the barrier saw it succeed"
     );
 
-    // Nothing changed: exit 0, the same bytes twice, and the live state costs a fixed number of reads, the
-    // quotas not among them (only a plan that writes needs them).
+    // Nothing changed: exit 0, the same bytes twice, and the live state costs one read per kind the file uses
+    // (Jobs; CronJobs and their stored records; Deployments and theirs — no Services, `bot` has no port) and the
+    // inventory; no quota, limit, image table or identity (only a plan that writes needs them).
     cluster.local.reset_request_counts();
     let first = cluster.run(&["diff"]).await;
     first.expect_code(0);
     assert_eq!(
         cluster.requests(),
-        10,
+        6,
         "{:?}",
         cluster.local.request_counts()
     );
-    assert_eq!(cluster.local.request_count("list", "resourcequotas"), 0);
+    assert_eq!(cluster.local.request_count("list", "services"), 0);
+    assert_eq!(cluster.local.request_count("get", "configmaps"), 1);
     let second = cluster.run(&["diff"]).await;
     assert_eq!(first.stdout, second.stdout);
     assert_eq!(first.row("migrate").unwrap().0, "unchanged");
@@ -568,4 +571,163 @@ async fn updates_in_place_replaces_on_request_reruns_on_trigger_files_and_ignore
             .is_some()
     );
     cluster.run(&["diff"]).await.expect_code(0);
+}
+
+/// The requests made since the last reset, for assertion messages.
+fn reads(cluster: &Cluster) -> String {
+    format!("{:?}", cluster.local.request_counts())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_no_op_apply_of_300_scheduled_jobs_reads_their_kind_and_the_inventory_only() {
+    let cluster = Cluster::start().await;
+    let mut jobs = String::new();
+    for index in 0..300 {
+        writeln!(
+            jobs,
+            "- name: job-{index}\n  command: ./run.sh {index}\n  image: bookworm\n  schedule: '{} 3 * * *'",
+            index % 60
+        )
+        .unwrap();
+    }
+    cluster.write_jobs(&jobs);
+    cluster.run(&["apply"]).await.expect_code(0);
+
+    cluster.local.reset_request_counts();
+    let apply = cluster.run(&["apply"]).await;
+    apply.expect_code(0);
+    apply.expect_stdout("Plan: 300 unchanged; nothing to change");
+    // CronJobs, their stored records, the inventory: nothing written, no lock taken.
+    assert_eq!(cluster.requests(), 3, "{}", reads(&cluster));
+    assert_eq!(cluster.local.request_count("list", "cronjobs"), 1);
+    assert_eq!(
+        cluster.local.request_count("list", "scheduled-jobs"),
+        1,
+        "{}",
+        reads(&cluster)
+    );
+    assert_eq!(cluster.local.request_count("get", "configmaps"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_no_op_of_scheduled_and_served_continuous_jobs_reads_six_times() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(
+        "\
+- name: nightly
+  command: ./nightly.sh
+  image: bookworm
+  schedule: '17 3 * * *'
+- name: web
+  command: ./serve.py
+  image: python3.11
+  continuous: true
+  port: 8000
+",
+    );
+    cluster.run(&["apply"]).await.expect_code(0);
+
+    cluster.local.reset_request_counts();
+    cluster.run(&["diff"]).await.expect_code(0);
+    // CronJobs and ScheduledJobs; Deployments, the Services (`web` has a port) and ContinuousJobs; the inventory.
+    assert_eq!(cluster.requests(), 6, "{}", reads(&cluster));
+    for resource in [
+        "cronjobs",
+        "scheduled-jobs",
+        "deployments",
+        "services",
+        "continuous-jobs",
+    ] {
+        assert_eq!(
+            cluster.local.request_count("list", resource),
+            1,
+            "{resource}: {}",
+            reads(&cluster)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_of_a_kind_the_file_no_longer_uses_is_still_found_and_deleted() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(JOBS);
+    cluster.run(&["apply"]).await.expect_code(0);
+
+    // The file keeps only the scheduled job: the inventory's one-off and continuous jobs are read all the same.
+    let nightly = JOBS
+        .split("- name: ")
+        .find(|job| job.starts_with("nightly"))
+        .unwrap();
+    cluster.write_jobs(&format!("- name: {nightly}"));
+    cluster.local.reset_request_counts();
+    let diff = cluster
+        .run(&["diff", "--no-server-dry-run", "--allow-mass-delete"])
+        .await;
+    diff.expect_code(3);
+    assert_eq!(diff.row("bot").unwrap().0, "delete", "{}", diff.stdout);
+    assert_eq!(diff.row("migrate").unwrap().0, "delete", "{}", diff.stdout);
+    assert_eq!(diff.row("nightly").unwrap().0, "unchanged");
+    // The file's kinds and the inventory, then — the inventory holding jobs the file no longer has — everything
+    // else: Jobs, Deployments, Services, ContinuousJobs, the image table, the identity, limits and quotas.
+    assert_eq!(cluster.requests(), 11, "{}", reads(&cluster));
+    for resource in ["jobs", "deployments", "limitranges", "resourcequotas"] {
+        assert_eq!(
+            cluster.local.request_count("list", resource),
+            1,
+            "{resource}: {}",
+            reads(&cluster)
+        );
+    }
+
+    cluster
+        .run(&["apply", "--yes", "--allow-mass-delete"])
+        .await
+        .expect_code(0);
+    assert!(
+        deployments(&cluster)
+            .get_opt("bot")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(jobs(&cluster).get_opt("migrate").await.unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_that_writes_reads_the_limits_quotas_and_image_table() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(JOBS);
+    cluster.run(&["apply"]).await.expect_code(0);
+
+    cluster.write_jobs(&JOBS.replace("./nightly.sh", "./nightly.sh --verbose"));
+    cluster.local.reset_request_counts();
+    let diff = cluster.run(&["diff", "--no-server-dry-run"]).await;
+    diff.expect_code(3);
+    assert_eq!(diff.row("nightly").unwrap().0, "update", "{}", diff.stdout);
+    // The six of a no-op, then what a plan that writes needs: the Services, the image table and the identity
+    // (two GETs of ConfigMaps besides the inventory), the LimitRanges and the ResourceQuotas.
+    assert_eq!(cluster.requests(), 11, "{}", reads(&cluster));
+    assert_eq!(cluster.local.request_count("get", "configmaps"), 3);
+    assert_eq!(cluster.local.request_count("list", "limitranges"), 1);
+    assert_eq!(cluster.local.request_count("list", "resourcequotas"), 1);
+    assert_eq!(
+        cluster.local.request_count("list", "cronjobs"),
+        1,
+        "read once"
+    );
+
+    // A LimitRange the change exceeds is reported by the plan, as before.
+    let limit_range: k8s_openapi::api::core::v1::LimitRange = serde_json::from_value(json!({
+        "metadata": {"name": "limits"},
+        "spec": {"limits": [{"type": "Container", "max": {"memory": "512Mi"}}]}
+    }))
+    .unwrap();
+    Api::namespaced(cluster.client.clone(), NAMESPACE)
+        .create(&PostParams::default(), &limit_range)
+        .await
+        .unwrap();
+    cluster.write_jobs(&JOBS.replace("./bot.py", "./bot.py --verbose"));
+    let refused = cluster.run(&["diff", "--no-server-dry-run"]).await;
+    refused.expect_code(1);
+    refused.expect_stdout("512Mi");
 }

@@ -3,7 +3,7 @@
 //! On Toolforge the home is `/data/project/<tool>` and the uid that of the Unix account `tools.<tool>` (upstream
 //! asks the passwd database, as [`Passwd`] does). On the local cluster (SPEC §10) there are no such accounts: pods
 //! run as the current user, and the home is `<toolsHome>/<tool>` when the cluster announces a `toolsHome`, else the
-//! directory holding the jobs file.
+//! directory holding the jobs file. A snapshot read without the context is rendered as on the local cluster.
 
 use std::path::Path;
 
@@ -14,7 +14,7 @@ use crate::render::context::{ContextError, images_from_config_map};
 use crate::render::limits::ContainerLimits;
 use crate::render::{Membership, RenderContext, TriggerFiles, UidLookup};
 
-use super::Snapshot;
+use super::{LocalIdentity, Snapshot};
 
 /// The passwd database (NSS: `/etc/passwd`, LDAP through sssd on Toolforge), as `getpwnam` sees it.
 #[derive(Debug, Clone, Copy, Default)]
@@ -60,7 +60,16 @@ pub fn render_context(
         applyset_id: applyset_id(inputs.set_name, &namespace),
     };
     let images = image_table(snapshot);
-    let context = match &snapshot.local {
+    // A snapshot without the context read (see `pipeline::plan`) renders with what needs no request: the bundled
+    // image table, no limits, and the current user in the file's directory — as on a local cluster that announces
+    // no `toolsHome`, and as on Toolforge for a file in the tool's home run as the tool.
+    let unread = LocalIdentity { tools_home: None };
+    let local = if snapshot.coverage.context {
+        snapshot.local.as_ref()
+    } else {
+        Some(&unread)
+    };
+    let context = match local {
         Some(local) => {
             let home = local.tools_home.as_ref().map_or_else(
                 || inputs.file_directory.to_owned(),

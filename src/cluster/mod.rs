@@ -1,9 +1,10 @@
-//! `cluster`: the I/O shell around the pure core — connecting to the Kubernetes API and reading, in one round of
-//! concurrent requests, everything rendering and planning need (SPEC §5).
+//! `cluster`: the I/O shell around the pure core — connecting to the Kubernetes API and reading, in rounds of
+//! concurrent requests, what rendering and planning need (SPEC §5).
 //!
 //! [`connect`] turns `--kubeconfig`/`--context` into a client; [`read`] fetches a [`Snapshot`]: one LIST per
 //! workload kind and the Services of the tool's namespace, the inventory ConfigMap, the `LimitRange` and
-//! `ResourceQuota` of the namespace, Toolforge's image table, and the local cluster's identity when it is one.
+//! `ResourceQuota` of the namespace, Toolforge's image table, and the local cluster's identity when it is one
+//! ([`read_covering`] only the part a plan needs).
 //! [`context`] turns a snapshot into the [`crate::render::RenderContext`]; [`dry_run`] asks the server to check
 //! the plan's writes; [`lock`] holds the per-tool Lease and [`inventory`] writes the inventory with optimistic
 //! concurrency; [`retry`] retries transient errors. Nothing here decides anything: the plan does.
@@ -28,7 +29,7 @@ pub const FIELD_MANAGER: &str = "toolforge-jobs";
 pub use connect::{ConnectError, Connection, Target, connect};
 pub use context::{ContextInputs, Passwd, render_context};
 pub use snapshot::{
-    LocalIdentity, Quotas, ReadError, Snapshot, StoredInventory, quotas, read, read_with,
+    Coverage, LocalIdentity, ReadError, Snapshot, StoredInventory, read, read_covering,
 };
 
 /// Whether a kube error is the API's 404.

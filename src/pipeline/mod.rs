@@ -10,6 +10,7 @@ pub mod pod_logs;
 pub mod source;
 pub mod trigger_files;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,12 +20,12 @@ pub use source::Source;
 
 use crate::apply::{Executor, Options, Origin, Progress};
 use crate::cluster::inventory::InventoryStore;
-use crate::cluster::{self, Connection, ContextInputs, Passwd, Snapshot};
+use crate::cluster::{self, Connection, ContextInputs, Coverage, Passwd, Snapshot};
 use crate::config::diagnostic::render as render_problems;
 use crate::config::{Job, JobKind, JobsFile};
 use crate::model::ToolName;
 use crate::model::inventory;
-use crate::plan::{self, Action, Plan, PlanOptions};
+use crate::plan::{self, Action, ObjectKind, Plan, PlanOptions};
 use crate::render::{self, Rendered};
 use trigger_files::read_trigger_files;
 
@@ -154,22 +155,13 @@ impl Planned {
     /// Whether the cluster is not yet what the file says: a change, or an unchanged job whose inventory record is
     /// missing (the inventory was deleted by hand; the objects still carry our labels).
     pub fn differs(&self) -> bool {
-        let inventory = self.snapshot.inventory();
-        self.plan.has_changes()
-            || self.plan.actions.iter().any(|action| {
-                action.action == Action::Unchanged && !inventory.jobs.contains_key(&action.job)
-            })
+        differs(&self.plan, &self.snapshot)
     }
 
     /// Whether carrying out the plan writes anything: what [`Planned::differs`], or what the inventory learns
     /// (a run's end, a pruned one-off's record taken back).
     pub fn needs_writes(&self) -> bool {
-        self.differs()
-            || self
-                .plan
-                .actions
-                .iter()
-                .any(|action| action.records.is_some())
+        needs_writes(&self.plan, &self.snapshot)
     }
 
     /// The executor that carries out this plan for the lock holder `by`: the rendered objects, each `wait`
@@ -235,6 +227,11 @@ pub async fn writable_namespace(connection: &Connection, namespace: &str) -> Res
 /// validate again when the cluster has its own image table, render, plan, check the quota, dry-run. The `watch`
 /// daemon calls it for every reconcile with its one connection. Problems and warnings are rendered in colour
 /// when `color`.
+///
+/// Reading costs what the plan needs (docs/apply.md, "Reading the live state"): first the inventory and the
+/// kinds the file's jobs are made of, at once. A plan made from them stands when it is [`settled`] (a no-op); any
+/// other plan, and any plan of an inventory holding jobs the file no longer has, is made from everything — the
+/// other kinds, the cluster's image table, its identity and limits, and the quotas when it writes.
 pub async fn plan(
     connection: Connection,
     source: Source,
@@ -245,40 +242,75 @@ pub async fn plan(
 ) -> Result<Prepared, Error> {
     // `--namespace` names the tool (`tool-<tool>`); the tool names the namespace.
     let namespace = source.tool.namespace();
-    // Nine requests in flight make a large future: keep it on the heap. The quota matters only to a plan that
-    // writes: a no-op reads one LIST less.
-    let mut snapshot = Box::pin(cluster::read_with(
-        &connection.client,
+    let client = &connection.client;
+    let in_file = Coverage {
+        kinds: file
+            .jobs
+            .iter()
+            .flat_map(|located| ObjectKind::of_job(&located.job))
+            .collect(),
+        ..Coverage::default()
+    };
+    let mut snapshot = Box::pin(cluster::read_covering(
+        client,
         &namespace,
         &settings.set_name,
-        cluster::Quotas::Later,
+        &in_file,
     ))
     .await?;
-
-    // The cluster's image table decides; validate again only when it has its own.
-    let file = if snapshot.image_config.is_some() {
-        let images = cluster::context::image_table(&snapshot);
-        match source.load(bytes, &images, settings.options.allow_empty, color) {
-            Ok(file) => file,
-            Err(problems) => return Ok(Prepared::Invalid(problems)),
-        }
+    // Jobs that left the file are pruned (or listed): their objects may be of any kind.
+    let narrow = if holds_others(&snapshot, &file) {
+        None
     } else {
-        file
+        Some(render_and_plan(
+            &file,
+            &snapshot,
+            settings,
+            &source.tool,
+            &source.directory,
+        ))
     };
+    let (file, desired, mut plan) = match narrow {
+        Some(Ok((desired, plan))) if settled(&plan, &snapshot) => (file, desired, plan),
+        narrow => {
+            // A plan that writes needs the quotas too: read them in the same round.
+            let writes = !matches!(narrow, Some(Ok((_, plan))) if !plan.has_changes());
+            let everything = Coverage {
+                quotas: writes,
+                ..Coverage::everything()
+            };
+            Box::pin(snapshot.complete(client, &namespace, &everything)).await?;
+            // The cluster's image table decides; validate again only when it has its own.
+            let file = if snapshot.image_config.is_some() {
+                let images = cluster::context::image_table(&snapshot);
+                match source.load(bytes, &images, settings.options.allow_empty, color) {
+                    Ok(file) => file,
+                    Err(problems) => return Ok(Prepared::Invalid(problems)),
+                }
+            } else {
+                file
+            };
+            let (desired, mut plan) =
+                render_and_plan(&file, &snapshot, settings, &source.tool, &source.directory)?;
+            if plan.has_changes() {
+                let quotas = Coverage {
+                    quotas: true,
+                    ..Coverage::default()
+                };
+                Box::pin(snapshot.complete(client, &namespace, &quotas)).await?;
+                plan::quota::check(&mut plan, &snapshot.live, &snapshot.quotas);
+            }
+            (file, desired, plan)
+        }
+    };
+    if settings.server_dry_run {
+        cluster::dry_run::confirm(client, &namespace, &mut plan).await?;
+    }
     let warnings =
         (!file.warnings.is_empty()).then(|| render_problems(&file.source, &file.warnings, color));
-
     let Source {
         tool, directory, ..
     } = source;
-    let (desired, mut plan) = render_and_plan(&file, &snapshot, settings, &tool, &directory)?;
-    if plan.has_changes() {
-        snapshot.quotas = cluster::quotas(&connection.client, &namespace).await?;
-        plan::quota::check(&mut plan, &snapshot.live, &snapshot.quotas);
-    }
-    if settings.server_dry_run {
-        cluster::dry_run::confirm(&connection.client, &namespace, &mut plan).await?;
-    }
     Ok(Prepared::Planned(Box::new(Planned {
         connection,
         namespace,
@@ -292,6 +324,58 @@ pub async fn plan(
         plan,
         warnings,
     })))
+}
+
+/// Whether the snapshot's inventory holds a job the file does not.
+fn holds_others(snapshot: &Snapshot, file: &JobsFile) -> bool {
+    let in_file: BTreeSet<&str> = file
+        .jobs
+        .iter()
+        .map(|located| located.job.name.as_str())
+        .collect();
+    snapshot.inventory.as_ref().is_some_and(|stored| {
+        stored
+            .inventory
+            .jobs
+            .keys()
+            .any(|job| !in_file.contains(job.as_str()))
+    })
+}
+
+/// Whether a plan made from a partial read stands as it is: every job unchanged or a one-off done, nothing to
+/// write (to the cluster or the inventory), refuse, note or report. What the unread kinds, image table, identity
+/// and limits could change is a write or a row of another action, so such a plan is made again from everything.
+fn settled(plan: &Plan, snapshot: &Snapshot) -> bool {
+    !needs_writes(plan, snapshot)
+        && plan.refusals.is_empty()
+        && plan.notes.is_empty()
+        && !plan.has_errors()
+        && plan
+            .actions
+            .iter()
+            .all(|action| matches!(action.action, Action::Unchanged | Action::Done { .. }))
+}
+
+/// Whether the cluster is not yet what the file says: a change, or an unchanged job whose inventory record is
+/// missing (the inventory was deleted by hand; the objects still carry our labels).
+fn differs(plan: &Plan, snapshot: &Snapshot) -> bool {
+    let recorded = |job: &str| {
+        snapshot
+            .inventory
+            .as_ref()
+            .is_some_and(|stored| stored.inventory.jobs.contains_key(job))
+    };
+    plan.has_changes()
+        || plan
+            .actions
+            .iter()
+            .any(|action| action.action == Action::Unchanged && !recorded(&action.job))
+}
+
+/// Whether carrying out `plan` writes anything: what [`differs`], or what the inventory learns (a run's end, a
+/// pruned one-off's record taken back).
+fn needs_writes(plan: &Plan, snapshot: &Snapshot) -> bool {
+    differs(plan, snapshot) || plan.actions.iter().any(|action| action.records.is_some())
 }
 
 /// Renders the file's jobs for the snapshot's cluster and plans them.

@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::config::{Job, JobKind};
 use crate::model::Kind;
 use crate::model::inventory::RunOutcome;
 use crate::render::record::RecordKind;
@@ -334,6 +335,30 @@ pub enum ObjectKind {
 }
 
 impl ObjectKind {
+    pub const ALL: [ObjectKind; 6] = [
+        ObjectKind::Job,
+        ObjectKind::CronJob,
+        ObjectKind::Deployment,
+        ObjectKind::Service,
+        ObjectKind::ContinuousJob,
+        ObjectKind::ScheduledJob,
+    ];
+
+    /// The kinds a job of the file is made of: its workload, its stored record, its Service when it has a port.
+    pub fn of_job(job: &Job) -> Vec<ObjectKind> {
+        match &job.kind {
+            JobKind::OneOff { .. } => vec![ObjectKind::Job],
+            JobKind::Scheduled { .. } => vec![ObjectKind::CronJob, ObjectKind::ScheduledJob],
+            JobKind::Continuous(service) | JobKind::Webservice(service) => {
+                let mut kinds = vec![ObjectKind::Deployment, ObjectKind::ContinuousJob];
+                if service.port.is_some() {
+                    kinds.push(ObjectKind::Service);
+                }
+                kinds
+            }
+        }
+    }
+
     /// Whether this is one of upstream's stored records.
     pub fn is_record(self) -> bool {
         record_kind(self).is_some()

@@ -1183,3 +1183,91 @@ async fn kubectl_1_27_server_side_apply_reports_conflicts_and_shows_managed_fiel
 async fn kubectl_1_33_server_side_apply_reports_conflicts_and_shows_managed_fields() {
     field_managers(&sdk("1.33")).await;
 }
+
+/// `kubectl explain` (1.27 on) reads the kinds' schemas from the OpenAPI v3 group-version documents and prints
+/// Kubernetes' own field descriptions, nested types and required fields.
+async fn explain(binary: &str) {
+    let cluster = LocalCluster::start(Options::default())
+        .await
+        .expect("cluster starts");
+    let kubectl = Kubectl::new(binary, &cluster);
+    for (args, expected) in [
+        (
+            &["explain", "job.spec"][..],
+            &[
+                "GROUP:      batch",
+                "KIND:       Job",
+                "VERSION:    v1",
+                "FIELD: spec <JobSpec>",
+                "JobSpec describes how the job execution will look like.",
+                "backoffLimit\t<integer>",
+                "Specifies the number of retries before marking this job failed.",
+                "template\t<PodTemplateSpec> -required-",
+            ][..],
+        ),
+        (
+            &[
+                "explain",
+                "cronjob.spec.jobTemplate.spec.template.spec.containers",
+            ],
+            &[
+                "KIND:       CronJob",
+                "FIELD: containers <[]Container>",
+                "List of containers belonging to the pod.",
+                "name\t<string> -required-",
+                "resources\t<ResourceRequirements>",
+                "Compute Resources required by this container.",
+            ],
+        ),
+        (
+            &["explain", "deployment", "--recursive"],
+            &[
+                "GROUP:      apps",
+                "KIND:       Deployment",
+                "VERSION:    v1",
+                "Deployment enables declarative updates for Pods and ReplicaSets.",
+                "    replicas\t<integer>",
+                "        maxSurge\t<IntOrString>",
+                "        containers\t<[]Container> -required-",
+            ],
+        ),
+        (
+            &["explain", "pods.spec.containers.resources"],
+            &[
+                "KIND:       Pod",
+                "VERSION:    v1",
+                "FIELD: resources <ResourceRequirements>",
+                "limits\t<map[string]Quantity>",
+                "Limits describes the maximum amount of compute resources allowed.",
+            ],
+        ),
+        (
+            &["explain", "configmap"],
+            &[
+                "KIND:       ConfigMap",
+                "VERSION:    v1",
+                "ConfigMap holds configuration data for pods to consume.",
+                "data\t<map[string]string>",
+                "immutable\t<boolean>",
+            ],
+        ),
+    ] {
+        let output = kubectl.ok(args).await;
+        for line in expected {
+            assert!(
+                output.contains(line),
+                "{binary} {args:?}: no {line:?} in\n{output}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_27_explains_built_in_kinds_with_their_descriptions() {
+    explain(&sdk("1.27")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_33_explains_built_in_kinds_with_their_descriptions() {
+    explain(&sdk("1.33")).await;
+}

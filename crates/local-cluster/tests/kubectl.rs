@@ -1260,6 +1260,26 @@ async fn explain(binary: &str) {
             );
         }
     }
+    // The index names the document by its hash and the document fetched so is immutable, so a kubectl with a
+    // warm cache directory reads it from there.
+    let cache = kubectl.directory.path().join("shared-cache");
+    let cache = cache.to_str().expect("UTF-8 path");
+    let explain = ["explain", "job.spec.backoffLimit", "--cache-dir", cache];
+    let fetched = || cluster.request_count("get", "/openapi/v3/apis/batch/v1");
+    let cold = kubectl.ok(&explain).await;
+    assert!(cold.contains("FIELD: backoffLimit <integer>"), "{cold}");
+    let cold_fetches = fetched();
+    assert!(
+        cold_fetches > 0,
+        "{binary} explained without the batch/v1 document"
+    );
+    let warm = kubectl.ok(&explain).await;
+    assert_eq!(warm, cold);
+    assert_eq!(
+        fetched(),
+        cold_fetches,
+        "{binary} fetched the hashed document again"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -786,6 +786,11 @@ async fn short_scenario(binary: String) {
         table.starts_with("NAME") && table.contains("COMPLETIONS"),
         "{binary}: {table}"
     );
+    let explained = kubectl.ok(&["explain", "job.spec.backoffLimit"]).await;
+    assert!(
+        explained.contains("Specifies the number of retries before marking this job failed."),
+        "{binary}: {explained}"
+    );
     let changed = kubectl.file("job2.yaml", &job_manifest(2, "b"));
     assert_eq!(
         kubectl.ok(&["apply", "-f", &changed]).await.trim(),
@@ -812,7 +817,7 @@ async fn short_scenario(binary: String) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kubectl_1_28_to_1_32_apply_get_and_delete() {
+async fn kubectl_1_28_to_1_32_apply_get_explain_and_delete() {
     let runs = ["1.28", "1.29", "1.30", "1.31", "1.32"].map(|version| short_scenario(sdk(version)));
     futures::future::join_all(runs).await;
 }

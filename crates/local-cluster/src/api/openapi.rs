@@ -79,7 +79,7 @@ fn server_relative_url(path: &str, hash: &str) -> String {
 
 /// A group-version document as served: its JSON, and the hash that names this content (the API server's: SHA-512
 /// in upper-case hex), which is also its entity tag.
-pub(crate) struct V3Document {
+struct V3Document {
     body: Bytes,
     hash: String,
 }
@@ -92,6 +92,7 @@ fn v3_document(types: &[&'static ResourceType], path: &str) -> Option<Arc<V3Docu
     // Types are never freed and a changed custom type is a new one, so their addresses identify the content.
     let key: Vec<usize> = types
         .iter()
+        .filter(|resource| group_path(resource.group, resource.version) == path)
         .map(|resource| std::ptr::from_ref::<ResourceType>(resource) as usize)
         .collect();
     let cache = CACHE.get_or_init(Cache::default);

@@ -788,6 +788,11 @@ async fn short_scenario(binary: String) {
         table.starts_with("NAME") && table.contains("COMPLETIONS"),
         "{binary}: {table}"
     );
+    let explained = kubectl.ok(&["explain", "job.spec.backoffLimit"]).await;
+    assert!(
+        explained.contains("Specifies the number of retries before marking this job failed."),
+        "{binary}: {explained}"
+    );
     let changed = kubectl.file("job2.yaml", &job_manifest(2, "b"));
     assert_eq!(
         kubectl.ok(&["apply", "-f", &changed]).await.trim(),
@@ -814,7 +819,7 @@ async fn short_scenario(binary: String) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kubectl_1_28_to_1_32_apply_get_and_delete() {
+async fn kubectl_1_28_to_1_32_apply_get_explain_and_delete() {
     let runs = ["1.28", "1.29", "1.30", "1.31", "1.32"].map(|version| short_scenario(sdk(version)));
     futures::future::join_all(runs).await;
 }
@@ -1186,4 +1191,112 @@ async fn kubectl_1_27_server_side_apply_reports_conflicts_and_shows_managed_fiel
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_1_33_server_side_apply_reports_conflicts_and_shows_managed_fields() {
     field_managers(&sdk("1.33")).await;
+}
+
+/// `kubectl explain` (1.27 on) reads the kinds' schemas from the OpenAPI v3 group-version documents and prints
+/// Kubernetes' own field descriptions, nested types and required fields.
+async fn explain(binary: &str) {
+    let cluster = LocalCluster::start(Options::default())
+        .await
+        .expect("cluster starts");
+    let kubectl = Kubectl::new(binary, &cluster);
+    for (args, expected) in [
+        (
+            &["explain", "job.spec"][..],
+            &[
+                "GROUP:      batch",
+                "KIND:       Job",
+                "VERSION:    v1",
+                "FIELD: spec <JobSpec>",
+                "JobSpec describes how the job execution will look like.",
+                "backoffLimit\t<integer>",
+                "Specifies the number of retries before marking this job failed.",
+                "template\t<PodTemplateSpec> -required-",
+            ][..],
+        ),
+        (
+            &[
+                "explain",
+                "cronjob.spec.jobTemplate.spec.template.spec.containers",
+            ],
+            &[
+                "KIND:       CronJob",
+                "FIELD: containers <[]Container>",
+                "List of containers belonging to the pod.",
+                "name\t<string> -required-",
+                "resources\t<ResourceRequirements>",
+                "Compute Resources required by this container.",
+            ],
+        ),
+        (
+            &["explain", "deployment", "--recursive"],
+            &[
+                "GROUP:      apps",
+                "KIND:       Deployment",
+                "VERSION:    v1",
+                "Deployment enables declarative updates for Pods and ReplicaSets.",
+                "    replicas\t<integer>",
+                "        maxSurge\t<IntOrString>",
+                "        containers\t<[]Container> -required-",
+            ],
+        ),
+        (
+            &["explain", "pods.spec.containers.resources"],
+            &[
+                "KIND:       Pod",
+                "VERSION:    v1",
+                "FIELD: resources <ResourceRequirements>",
+                "limits\t<map[string]Quantity>",
+                "Limits describes the maximum amount of compute resources allowed.",
+            ],
+        ),
+        (
+            &["explain", "configmap"],
+            &[
+                "KIND:       ConfigMap",
+                "VERSION:    v1",
+                "ConfigMap holds configuration data for pods to consume.",
+                "data\t<map[string]string>",
+                "immutable\t<boolean>",
+            ],
+        ),
+    ] {
+        let output = kubectl.ok(args).await;
+        for line in expected {
+            assert!(
+                output.contains(line),
+                "{binary} {args:?}: no {line:?} in\n{output}"
+            );
+        }
+    }
+    // The index names the document by its hash and the document fetched so is immutable, so a kubectl with a
+    // warm cache directory reads it from there.
+    let cache = kubectl.directory.path().join("shared-cache");
+    let cache = cache.to_str().expect("UTF-8 path");
+    let explain = ["explain", "job.spec.backoffLimit", "--cache-dir", cache];
+    let fetched = || cluster.request_count("get", "/openapi/v3/apis/batch/v1");
+    let cold = kubectl.ok(&explain).await;
+    assert!(cold.contains("FIELD: backoffLimit <integer>"), "{cold}");
+    let cold_fetches = fetched();
+    assert!(
+        cold_fetches > 0,
+        "{binary} explained without the batch/v1 document"
+    );
+    let warm = kubectl.ok(&explain).await;
+    assert_eq!(warm, cold);
+    assert_eq!(
+        fetched(),
+        cold_fetches,
+        "{binary} fetched the hashed document again"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_27_explains_built_in_kinds_with_their_descriptions() {
+    explain(&sdk("1.27")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_33_explains_built_in_kinds_with_their_descriptions() {
+    explain(&sdk("1.33")).await;
 }

@@ -13,6 +13,7 @@ pub(crate) mod guard;
 mod log;
 mod negotiate;
 mod openapi;
+mod openapi_schemas;
 mod pages;
 pub(crate) mod path;
 mod policy;
@@ -31,7 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
@@ -39,7 +40,6 @@ use axum::routing::get;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::registry::api_error::ApiError;
 use crate::registry::resources::ResourceType;
 use crate::registry::store::Store;
 use faults::Faults;
@@ -164,11 +164,11 @@ fn routes(state: ClusterState) -> Router {
         .route(
             "/openapi/v3/{*path}",
             get(
-                |State(state): State<ClusterState>, Path(path): Path<String>| async move {
-                    match openapi::v3_group(&state.served(), &path) {
-                        Some(document) => json(&document),
-                        None => ApiError::path_not_found().into_response(),
-                    }
+                |State(state): State<ClusterState>,
+                 Path(path): Path<String>,
+                 RawQuery(query): RawQuery,
+                 headers: HeaderMap| async move {
+                    openapi::serve_v3_group(&state.served(), &path, query.as_deref(), &headers)
                 },
             ),
         )

@@ -56,8 +56,8 @@ fn pipeline(text: &str, live: &LiveState, inventory: &Inventory) -> (plan::Plan,
     stages.load = start.elapsed();
     let start = Instant::now();
     let context = context();
-    let jobs: Vec<_> = file.jobs.into_iter().map(|located| located.job).collect();
-    let desired = render::all(&jobs, &context).expect("renders");
+    let jobs = file.jobs.into_iter().map(|located| located.job);
+    let desired = render::all(jobs, &context).expect("renders");
     stages.render = start.elapsed();
     let start = Instant::now();
     let plan = plan::compute(&desired, live, inventory, &context, &PlanOptions::pruning());

@@ -1724,10 +1724,10 @@ fn writes_beyond_the_namespace_limits_are_plan_errors() {
     assert!(!plan_of(&NOTHING, BOT, &pruning()).has_errors());
 }
 
-/// Scale: 1 000 jobs (continuous, scheduled and one-off), all applied and live, plan in well under a second even
-/// in a debug build (the benchmark target, < 50 ms for parse + render + plan, is for release builds).
+/// Scale: 1 000 jobs (continuous, scheduled and one-off), all applied and live, each decided on its own and none
+/// changed. How fast is measured by `cargo bench --bench plan`, not here.
 #[test]
-fn plans_a_thousand_jobs_quickly() {
+fn a_thousand_applied_jobs_plan_no_change() {
     let yaml: String = (0..1000)
         .map(|index| match index % 3 {
             0 => format!("- name: bot{index}\n  command: ./bot.py\n  image: python3.11\n  continuous: true\n"),
@@ -1745,15 +1745,9 @@ fn plans_a_thousand_jobs_quickly() {
         inventory.jobs.insert(job.name.clone(), job_record);
     }
     let live = LiveState::from_json(objects).unwrap();
-    let started = std::time::Instant::now();
     let plan = plan::compute(&desired, &live, &inventory, &context(), &pruning());
-    let elapsed = started.elapsed();
     assert_eq!(plan.actions.len(), 1000);
     assert!(!plan.has_changes(), "{:?}", plan.counts);
-    assert!(
-        elapsed.as_secs() < 5,
-        "planning 1 000 jobs took {elapsed:?}"
-    );
 }
 
 /// The rendered workload of `job` as listed: with a UID, and a status when given.

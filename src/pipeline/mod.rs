@@ -402,12 +402,8 @@ fn render_and_plan(
             uids: &Passwd,
         },
     )?;
-    let jobs: Vec<Job> = file
-        .jobs
-        .iter()
-        .map(|located| located.job.clone())
-        .collect();
-    let desired = render::all(&jobs, &context)?;
+    let jobs = file.jobs.iter().map(|located| located.job.clone());
+    let desired = render::all(jobs, &context)?;
     let plan = plan::compute(
         &desired,
         &snapshot.live,

@@ -163,12 +163,19 @@ pub(crate) fn index<'a>(state: &'a LiveState, membership: &Membership) -> Index<
         let Some(name) = metadata.name.clone() else {
             return;
         };
-        let labels = metadata.labels.clone().unwrap_or_default();
-        let annotations = metadata.annotations.clone().unwrap_or_default();
+        let no_labels = BTreeMap::new();
+        let labels = metadata.labels.as_ref().unwrap_or(&no_labels);
+        let annotation = |key| {
+            metadata
+                .annotations
+                .as_ref()
+                .and_then(|annotations| annotations.get(key))
+                .cloned()
+        };
         // Upstream's storage may write its records without labels: such a record is the jobs framework's (the only
         // other writer of these resources is upstream's jobs-api), and below it takes its workload's owner.
         let is_record = super::record_kind(kind).is_some();
-        let framework = labels::is_framework(Some(&labels))
+        let framework = labels::is_framework(Some(labels))
             || (is_record && !labels.contains_key(labels::MANAGED_BY));
         if is_record && !labels.contains_key(labels::MANAGED_BY) {
             unlabelled_records.push((name.clone(), kind));
@@ -191,8 +198,8 @@ pub(crate) fn index<'a>(state: &'a LiveState, membership: &Membership) -> Index<
             owner,
             other_inventory: inventory.or(part_of).cloned(),
             member: framework && !other && inventory.is_some(),
-            desired_hash: annotations.get(labels::DESIRED_HASH).cloned(),
-            fingerprint: annotations.get(labels::FINGERPRINT).cloned(),
+            desired_hash: annotation(labels::DESIRED_HASH),
+            fingerprint: annotation(labels::FINGERPRINT),
             workload,
             finished,
             record,

@@ -123,6 +123,10 @@ pub struct Difference {
 impl CanonicalJob {
     /// The fields in which `self` (live) differs from `desired`, sorted by name: what drift reports list.
     pub fn differences(&self, desired: &CanonicalJob) -> Vec<Difference> {
+        // Equal jobs serialise equally; most jobs of a plan are unchanged, so skip building their JSON.
+        if self == desired {
+            return Vec::new();
+        }
         let fields = |job: &CanonicalJob| match serde_json::to_value(job) {
             Ok(serde_json::Value::Object(fields)) => fields,
             // A struct always serialises to a JSON object.

@@ -83,9 +83,15 @@ pub enum RenderError {
 }
 
 /// Renders every job in `context`, in order, each paired with its objects; the first error wins.
-pub fn all(jobs: &[Job], context: &RenderContext) -> Result<Vec<(Job, Rendered)>, RenderError> {
-    jobs.iter()
-        .map(|job| Ok((job.clone(), objects(job, context)?)))
+pub fn all(
+    jobs: impl IntoIterator<Item = Job>,
+    context: &RenderContext,
+) -> Result<Vec<(Job, Rendered)>, RenderError> {
+    jobs.into_iter()
+        .map(|job| {
+            let rendered = objects(&job, context)?;
+            Ok((job, rendered))
+        })
         .collect()
 }
 

@@ -10,7 +10,6 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Map, Value, json};
 
 use crate::config::Job;
@@ -78,21 +77,20 @@ pub fn record(
         JobKind::Scheduled { .. } => RecordKind::Scheduled,
         JobKind::Continuous(_) | JobKind::Webservice(_) => RecordKind::Continuous,
     };
-    let metadata = ObjectMeta {
-        name: Some(job.name.clone()),
-        namespace: Some(context.namespace.clone()),
-        labels: Some(label_sets::with_membership(
-            label_sets::workload(context.tool.as_str(), canonical),
-            context,
-        )),
-        annotations: Some(annotations.clone()),
-        ..ObjectMeta::default()
-    };
+    let labels = label_sets::with_membership(
+        label_sets::workload(context.tool.as_str(), canonical),
+        context,
+    );
     Some(json!({
         "apiVersion": api_version(),
         "kind": kind.kind(),
-        // Plain metadata always serialises.
-        "metadata": serde_json::to_value(metadata).expect("metadata serialises"),
+        // As an `ObjectMeta` of these four fields serialises, without building one first.
+        "metadata": {
+            "name": job.name,
+            "namespace": context.namespace,
+            "labels": labels,
+            "annotations": annotations,
+        },
         "spec": spec(job, canonical, context),
     }))
 }
@@ -193,16 +191,12 @@ fn long_running(canonical: &CanonicalJob, set: &mut impl FnMut(&str, Value)) {
 /// labels do not count (a record goes with its workload, which says whose it is), nor do labels and annotations
 /// somebody else added.
 pub fn is_current(live: &Value, rendered: &Value) -> bool {
-    let labels = |object: &Value| -> BTreeMap<String, Value> {
-        object["metadata"]["labels"]
-            .as_object()
-            .map(|labels| labels.clone().into_iter().collect())
-            .unwrap_or_default()
-    };
-    let live_labels = labels(live);
+    let live_labels = &live["metadata"]["labels"];
     live["spec"] == rendered["spec"]
-        && labels(rendered)
-            .iter()
+        && rendered["metadata"]["labels"]
+            .as_object()
+            .into_iter()
+            .flatten()
             .filter(|(key, _)| !MEMBERSHIP.contains(&key.as_str()))
             .all(|(key, value)| live_labels.get(key) == Some(value))
 }

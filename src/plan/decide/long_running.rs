@@ -35,7 +35,12 @@ impl Desired<'_> {
             self.writes(&mut action, WriteVerb::Update);
             return action;
         };
-        let content_hash = desired_hash(&back.job);
+        // An equal job hashes equally: an unchanged job, the usual case, is not serialised and hashed again.
+        let content_hash = if back.job == self.rendered.canonical {
+            self.rendered.desired_hash.clone()
+        } else {
+            desired_hash(&back.job)
+        };
         let live_hash = live
             .desired_hash
             .clone()

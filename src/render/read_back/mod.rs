@@ -176,8 +176,13 @@ pub fn read_back_ref(
     let live_image = container.image.clone().ok_or_else(|| incomplete("image"))?;
     let image = image::read_back(&live_image, &context.images);
     let build_service = parse_image_name(&live_image).is_ok_and(|name| name.is_build_service());
-    let object_labels = metadata.labels.clone().unwrap_or_default();
-    let label = |key: &str| object_labels.get(key).cloned();
+    let label = |key: &str| {
+        metadata
+            .labels
+            .as_ref()
+            .and_then(|labels| labels.get(key))
+            .cloned()
+    };
     let format_version = label(labels::VERSION);
     let words: Vec<String> = container
         .command

@@ -731,3 +731,190 @@ async fn a_plan_that_writes_reads_the_limits_quotas_and_image_table() {
     refused.expect_code(1);
     refused.expect_stdout("512Mi");
 }
+
+/// 100 jobs, half scheduled, half continuous (every other one with a port), each command ending in `suffix`.
+fn hundred_jobs(suffix: &str) -> String {
+    let mut jobs = String::new();
+    for index in 0..100 {
+        if index % 2 == 0 {
+            writeln!(
+                jobs,
+                "- name: cron-{index}\n  command: ./report.sh {index}{suffix}\n  image: bookworm\n  schedule: '{} 3 * * *'",
+                index % 60
+            )
+            .unwrap();
+        } else {
+            let port = if index % 4 == 1 {
+                format!("\n  port: {}", 8000 + index)
+            } else {
+                String::new()
+            };
+            writeln!(
+                jobs,
+                "- name: bot-{index}\n  command: ./bot.py {index}{suffix}\n  image: python3.11\n  continuous: true{port}"
+            )
+            .unwrap();
+        }
+    }
+    jobs
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_apply_of_100_jobs_reads_the_live_state_once() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(&hundred_jobs(""));
+    cluster.run(&["apply"]).await.expect_code(0);
+
+    cluster.write_jobs(&hundred_jobs(" --changed"));
+    cluster.local.reset_request_counts();
+    let apply = cluster.run(&["apply"]).await;
+    apply.expect_code(0);
+    apply.expect_stdout("Plan: 100 update");
+    assert!(
+        apply.stderr.contains("applied: 100 of 100 jobs changed"),
+        "{}",
+        apply.stderr
+    );
+    // Every kind is listed once: under the lock the plan stands, since no apply wrote the inventory meanwhile.
+    for resource in [
+        "cronjobs",
+        "scheduled-jobs",
+        "deployments",
+        "services",
+        "continuous-jobs",
+        "jobs",
+        "limitranges",
+        "resourcequotas",
+    ] {
+        assert_eq!(
+            cluster.local.request_count("list", resource),
+            1,
+            "{resource}: {}",
+            reads(&cluster)
+        );
+    }
+    // The inventory, the image table and the identity, then the inventory's version under the lock.
+    assert_eq!(
+        cluster.local.request_count("get", "configmaps"),
+        4,
+        "{}",
+        reads(&cluster)
+    );
+    // Two inventory writes: the jobs' records after their stage, the apply's record at its end.
+    assert_eq!(
+        cluster.local.request_count("update", "configmaps"),
+        2,
+        "{}",
+        reads(&cluster)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apply_that_wrote_between_the_read_and_the_lock_makes_the_plan_read_again() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(JOBS);
+    cluster.run(&["apply"]).await.expect_code(0);
+
+    cluster.write_jobs(&JOBS.replace("./nightly.sh", "./nightly.sh --verbose"));
+    // The apply has read and planned an update of `nightly` when it asks for the lock: held there, another
+    // writer deletes the CronJob and writes the inventory, as every apply that writes does.
+    cluster
+        .local
+        .hold(toolforge_local_cluster::Hold::after("get", "leases"));
+    let mut apply = cluster.spawn(&["apply"]);
+    tokio::time::timeout(Duration::from_secs(30), cluster.local.held())
+        .await
+        .unwrap_or_else(|_| panic!("the apply never asked for the lock:\n{}", apply.log()));
+    let cron_jobs: Api<k8s_openapi::api::batch::v1::CronJob> =
+        Api::namespaced(cluster.client.clone(), NAMESPACE);
+    cron_jobs
+        .delete("nightly", &DeleteParams::default())
+        .await
+        .unwrap();
+    let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), NAMESPACE);
+    config_maps
+        .patch(
+            "toolforge-jobs",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"written": "by-another-apply"}}})),
+        )
+        .await
+        .unwrap();
+    cluster.local.reset_request_counts();
+    cluster.local.release_held();
+
+    // Planned again from what is there: `nightly` is created, not updated (a PUT of the deleted CronJob would
+    // fail with 404).
+    assert_eq!(apply.exit_code().await, 0, "{}", apply.log());
+    let nightly = cron_jobs.get("nightly").await.unwrap();
+    assert!(
+        serde_json::to_string(&nightly)
+            .unwrap()
+            .contains("--verbose"),
+        "{nightly:?}"
+    );
+    assert_eq!(
+        cluster.local.request_count("list", "cronjobs"),
+        1,
+        "read again under the lock: {}",
+        reads(&cluster)
+    );
+    assert_eq!(cluster.local.request_count("create", "cronjobs"), 1);
+    assert_eq!(cluster.local.request_count("update", "cronjobs"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_that_conflicts_makes_the_plan_read_again_once() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(JOBS);
+    cluster.run(&["apply"]).await.expect_code(0);
+
+    cluster.write_jobs(&JOBS.replace("./nightly.sh", "./nightly.sh --verbose"));
+    // Held at the lock, the apply has planned an update of `nightly` from the CronJob it listed; somebody edits
+    // the CronJob by hand (not through an apply: the inventory stays as it was), so the update's
+    // resourceVersion is stale.
+    cluster
+        .local
+        .hold(toolforge_local_cluster::Hold::after("get", "leases"));
+    let mut apply = cluster.spawn(&["apply"]);
+    tokio::time::timeout(Duration::from_secs(30), cluster.local.held())
+        .await
+        .unwrap_or_else(|_| panic!("the apply never asked for the lock:\n{}", apply.log()));
+    let cron_jobs: Api<k8s_openapi::api::batch::v1::CronJob> =
+        Api::namespaced(cluster.client.clone(), NAMESPACE);
+    cron_jobs
+        .patch(
+            "nightly",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"edited": "by-hand"}}})),
+        )
+        .await
+        .unwrap();
+    cluster.local.reset_request_counts();
+    cluster.local.release_held();
+
+    assert_eq!(apply.exit_code().await, 0, "{}", apply.log());
+    apply
+        .wait_for_log("reading the live state again and planning again", 1)
+        .await;
+    let nightly = cron_jobs.get("nightly").await.unwrap();
+    assert!(
+        serde_json::to_string(&nightly)
+            .unwrap()
+            .contains("--verbose"),
+        "{nightly:?}"
+    );
+    // The conflict, then the update made from the CronJob read again.
+    assert_eq!(
+        cluster.local.request_count("update", "cronjobs"),
+        2,
+        "{}",
+        reads(&cluster)
+    );
+    assert_eq!(
+        cluster.local.request_count("list", "cronjobs"),
+        1,
+        "{}",
+        reads(&cluster)
+    );
+}

@@ -113,6 +113,20 @@ pub enum ApplyError {
     },
 }
 
+impl ApplyError {
+    /// Whether a write's precondition failed (409 Conflict: a stale resourceVersion or UID, a name taken): what
+    /// the plan was made from changed since it was read.
+    pub fn is_conflict(&self) -> bool {
+        match self {
+            ApplyError::Action { source, .. } => matches!(
+                source.as_ref(),
+                WriteError::Api { source, .. } if crate::cluster::is_conflict(source)
+            ),
+            ApplyError::Inventory(_) | ApplyError::Wait { .. } => false,
+        }
+    }
+}
+
 /// Everything an apply needs besides the plan.
 pub struct Executor {
     client: kube::Client,

@@ -44,7 +44,7 @@ pub struct ApplyArgs {
     pub wait: Option<Duration>,
 
     /// How many writes may be in flight at once (inside a stage)
-    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub concurrency: u16,
 
     /// When another apply or daemon holds the lock, wait for it (at most DURATION: `90s`, `5m`)
@@ -76,8 +76,8 @@ pub(crate) async fn run(
         Prepared::Planned(planned) => *planned,
         Prepared::Invalid(_) => return Ok(ExitStatus::Invalid),
     };
-    // Nothing to write needs no lock: a no-op apply costs what a `diff` does. Otherwise plan again under the
-    // lock, so that nobody changes what the plan was made from.
+    // Nothing to write needs no lock: a no-op apply costs what a `diff` does. Otherwise the plan stands under the
+    // lock when no apply wrote since it was read (one GET of the inventory); else it is made again.
     let lock_holder = lock::identity("apply");
     let lock = if args.dry_run || !planned.needs_writes() {
         None
@@ -90,25 +90,14 @@ pub(crate) async fn run(
             args.wait_for_lock,
         )
         .await?;
-        if let Err(error) = planned.refresh(&args.plan.settings(false)).await {
+        if let Err(error) = planned.confirm(&args.plan.settings(false)).await {
             release(lock).await;
             return Err(error.into());
         }
         Some(lock)
     };
     let json = global.output == OutputFormat::Json;
-    if json {
-        printer.data(&format!(
-            "{}\n",
-            serde_json::json!({"event": "plan", "plan": planned.plan})
-        ))?;
-    } else {
-        printer.data(&plan_view::render(
-            &planned.plan,
-            &planned.snapshot.live,
-            printer.data_color(),
-        ))?;
-    }
+    print_plan(&planned, json, printer)?;
     // From here to the lock's release, Ctrl-C stops the apply instead of killing it (see `interrupts`).
     let reporter = progress::reporter(json, printer);
     let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -120,8 +109,9 @@ pub(crate) async fn run(
         reporter: &reporter,
         stopped,
         lock_lost: lock.as_ref().map(Lock::lost),
+        json,
     };
-    let mut status = carry_out(&planned, carrying, args, printer).await;
+    let mut status = carry_out(&mut planned, carrying, args, printer).await;
     reporter.finish();
     if let Some(lock) = lock {
         // Whoever took the lock over owns the cluster now: what we did not write stays unwritten.
@@ -157,6 +147,32 @@ struct Carrying<'a> {
     stopped: tokio::sync::watch::Receiver<bool>,
     /// Becomes `true` when the lock is lost.
     lock_lost: Option<tokio::sync::watch::Receiver<bool>>,
+    /// Whether a plan made again is printed as JSON.
+    json: bool,
+}
+
+impl Carrying<'_> {
+    /// Whether Ctrl-C was pressed or the lock lost.
+    fn is_stopped(&self) -> bool {
+        *self.stopped.borrow() || self.lock_lost.as_ref().is_some_and(|lost| *lost.borrow())
+    }
+}
+
+/// The plan, as JSON or as the table `diff` shows.
+fn print_plan(planned: &Planned, json: bool, printer: Printer) -> Result<(), Error> {
+    if json {
+        printer.data(&format!(
+            "{}\n",
+            serde_json::json!({"event": "plan", "plan": planned.plan})
+        ))?;
+    } else {
+        printer.data(&plan_view::render(
+            &planned.plan,
+            &planned.snapshot.live,
+            printer.data_color(),
+        ))?;
+    }
+    Ok(())
 }
 
 async fn release(lock: Lock) {
@@ -165,28 +181,73 @@ async fn release(lock: Lock) {
     }
 }
 
+/// Carries the plan out. A write whose precondition failed (409 Conflict: somebody changed the object since it
+/// was read) makes the live state read and the plan made again, once, and the new plan carried out: what was
+/// written already is unchanged in it. A second conflict stops the apply.
 async fn carry_out(
-    planned: &Planned,
+    planned: &mut Planned,
     carrying: Carrying<'_>,
     args: &ApplyArgs,
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
+    let mut planned_again = false;
+    let carried = loop {
+        if let Some(status) = stops_before_writing(planned, args, printer)? {
+            return Ok(status);
+        }
+        let stops = std::iter::once(carrying.stopped.clone())
+            .chain(carrying.lock_lost.clone())
+            .collect();
+        let how = CarryOut {
+            by: carrying.lock_holder,
+            progress: Arc::clone(carrying.reporter) as Arc<dyn Progress>,
+            concurrency: usize::from(args.concurrency),
+            stops,
+            wait: args.wait,
+        };
+        let result = Box::pin(pipeline::carry_out(planned, how)).await;
+        carrying.reporter.finish();
+        match result {
+            Err(error) if error.is_conflict() && !planned_again && !carrying.is_stopped() => {
+                planned_again = true;
+                let mut why = vec![error.to_string()];
+                why.extend(crate::output::errors::causes(&error));
+                printer.message(&format!(
+                    "note: {}: it changed since it was read; reading the live state again and planning again\n",
+                    why.join(": ")
+                ))?;
+                planned.refresh(&args.plan.settings(false)).await?;
+                print_plan(planned, carrying.json, printer)?;
+            }
+            result => break result?,
+        }
+    };
+    report(planned, &carried, printer)
+}
+
+/// The exit status when the plan is not carried out: a dry run, a refused plan or one with errors, nothing to
+/// write, deletes not confirmed.
+fn stops_before_writing(
+    planned: &Planned,
+    args: &ApplyArgs,
+    printer: Printer,
+) -> Result<Option<ExitStatus>, Error> {
     let plan = &planned.plan;
     if args.dry_run || plan.is_refused() || plan.has_errors() {
         if plan.has_errors() && !plan.is_refused() {
             printer.message("error: the plan cannot be applied; nothing was changed\n")?;
         }
-        return Ok(match diff::exit_status(plan) {
+        return Ok(Some(match diff::exit_status(plan) {
             ExitStatus::Changes => ExitStatus::Success,
             other => other,
-        });
+        }));
     }
     if !planned.needs_writes() {
         if let Some(barrier) = plan.held_by() {
             printer.message(&held_message(barrier))?;
-            return Ok(ExitStatus::JobFailed);
+            return Ok(Some(ExitStatus::JobFailed));
         }
-        return Ok(ExitStatus::Success);
+        return Ok(Some(ExitStatus::Success));
     }
     let prunes: Vec<&str> = plan
         .actions
@@ -199,23 +260,15 @@ async fn carry_out(
             "error: not deleting {}; pass `--yes` to confirm\n",
             prunes.join(", ")
         ))?;
-        return Ok(ExitStatus::Refused);
+        return Ok(Some(ExitStatus::Refused));
     }
+    Ok(None)
+}
 
-    let stops = std::iter::once(carrying.stopped)
-        .chain(carrying.lock_lost)
-        .collect();
-    let how = CarryOut {
-        by: carrying.lock_holder,
-        progress: Arc::clone(carrying.reporter) as Arc<dyn Progress>,
-        concurrency: usize::from(args.concurrency),
-        stops,
-        wait: args.wait,
-    };
-    let result = Box::pin(pipeline::carry_out(planned, how)).await;
-    carrying.reporter.finish();
-    let carried = result?;
-    let status = exit_status(&carried);
+/// Says what carrying the plan out did, and how the apply exits.
+fn report(planned: &Planned, carried: &CarriedOut, printer: Printer) -> Result<ExitStatus, Error> {
+    let plan = &planned.plan;
+    let status = exit_status(carried);
     let (applied, unsuccessful) = (&carried.applied, carried.unsuccessful());
     let changing: Vec<&str> = plan
         .actions

@@ -31,6 +31,18 @@ pub async fn read(
     load(api, namespace, set_name, head).await
 }
 
+/// The resourceVersion of inventory `set_name`'s set ConfigMap, `None` when it does not exist. Every apply that
+/// writes writes the inventory (a one-off's run before its Job, the apply's record at its end), so an unchanged
+/// version means no apply wrote since it was read: one GET, whatever the number of parts.
+pub async fn version(
+    api: &Api<ConfigMap>,
+    namespace: &str,
+    set_name: &str,
+) -> Result<Option<String>, ReadError> {
+    let head = config_map(api, namespace, set_name, Unreadable::Error).await?;
+    Ok(head.and_then(|set| set.metadata.resource_version))
+}
+
 /// Completes the read of inventory `set_name` whose set ConfigMap `head` was already fetched (`None`: it does not
 /// exist): decodes it and, when it is stored in parts, reads and joins them.
 pub async fn load(

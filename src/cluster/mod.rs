@@ -38,7 +38,7 @@ fn is_not_found(error: &kube::Error) -> bool {
 }
 
 /// Whether a kube error is the API's 409 (a resourceVersion or UID precondition failed, or the name is taken).
-fn is_conflict(error: &kube::Error) -> bool {
+pub(crate) fn is_conflict(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 409)
 }
 

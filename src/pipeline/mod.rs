@@ -93,6 +93,12 @@ impl Error {
         matches!(self, Error::Render(_))
     }
 
+    /// Whether a write found that what the plan was made from changed since it was read (see
+    /// [`crate::apply::ApplyError::is_conflict`]).
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Apply(error) if error.is_conflict())
+    }
+
     /// Whether another writer holds the tool's lock, or took it over.
     pub fn is_lock_held(&self) -> bool {
         matches!(
@@ -148,6 +154,27 @@ impl Planned {
         self.desired = desired;
         self.plan = plan;
         Ok(())
+    }
+}
+
+impl Planned {
+    /// Makes sure the plan still stands once `apply` holds the lock: when the inventory is the version the plan
+    /// was made from, no apply wrote since (every one writes it), and the plan is carried out as it is — what
+    /// anybody else changed meanwhile fails the write it touches, by its precondition (the listed
+    /// resourceVersion of an update, the UID of a delete, a create's name). Otherwise, or with no inventory yet,
+    /// it reads and plans again ([`Planned::refresh`]).
+    pub async fn confirm(&mut self, settings: &PlanSettings) -> Result<(), Error> {
+        let api = kube::Api::namespaced(self.connection.client.clone(), &self.namespace);
+        let now = cluster::inventory::version(&api, &self.namespace, &self.set_name).await?;
+        let read = self
+            .snapshot
+            .inventory
+            .as_ref()
+            .and_then(|stored| stored.resource_version.as_ref());
+        if now.is_some() && now.as_ref() == read {
+            return Ok(());
+        }
+        self.refresh(settings).await
     }
 }
 

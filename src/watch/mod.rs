@@ -11,12 +11,14 @@
 //! - `files`: the jobs file's directory, watched with notify, filtered to the files that matter;
 //! - `drift`: watches of our labelled objects, reduced to "something we own changed" and "a one-off finished";
 //! - `prune`: the daemon's pruning rule (only what the file dropped while watched);
-//! - `logging`: human or JSON log lines.
+//! - `logging`: human or JSON log lines;
+//! - `memory`: giving the memory a reconcile freed back to the system.
 
 mod daemon;
 mod drift;
 pub(crate) mod files;
 pub mod logging;
+mod memory;
 mod prune;
 
 use std::future::Future;
@@ -183,6 +185,7 @@ pub async fn run<R: Reconciler>(
                 }
                 schedule.reconciled(verdict);
                 files.set_patterns(&reconciler.trigger_patterns());
+                memory::release_freed();
             }
         }
     }

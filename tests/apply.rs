@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Cluster, NAMESPACE};
+use support::{Background, Cluster, NAMESPACE};
 use toolforge_local_cluster::{ContainerOutcome, Script};
 
 const JOBS: &str = "\
@@ -809,22 +809,29 @@ async fn a_changed_apply_of_100_jobs_reads_the_live_state_once() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_apply_that_wrote_between_the_read_and_the_lock_makes_the_plan_read_again() {
+/// An applied `JOBS` whose `nightly` then changes, and an `apply` of the change held when it asks for the lock
+/// (after it read and planned): the caller changes the cluster, then releases it.
+async fn apply_held_at_the_lock() -> (Cluster, Background) {
     let cluster = Cluster::start().await;
     cluster.write_jobs(JOBS);
     cluster.run(&["apply"]).await.expect_code(0);
 
     cluster.write_jobs(&JOBS.replace("./nightly.sh", "./nightly.sh --verbose"));
-    // The apply has read and planned an update of `nightly` when it asks for the lock: held there, another
-    // writer deletes the CronJob and writes the inventory, as every apply that writes does.
     cluster
         .local
         .hold(toolforge_local_cluster::Hold::after("get", "leases"));
-    let mut apply = cluster.spawn(&["apply"]);
+    let apply = cluster.spawn(&["apply"]);
     tokio::time::timeout(Duration::from_secs(30), cluster.local.held())
         .await
         .unwrap_or_else(|_| panic!("the apply never asked for the lock:\n{}", apply.log()));
+    (cluster, apply)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apply_that_wrote_between_the_read_and_the_lock_makes_the_plan_read_again() {
+    let (cluster, mut apply) = apply_held_at_the_lock().await;
+    // The apply has read and planned an update of `nightly` when it asks for the lock: held there, another
+    // writer deletes the CronJob and writes the inventory, as every apply that writes does.
     let cron_jobs: Api<k8s_openapi::api::batch::v1::CronJob> =
         Api::namespaced(cluster.client.clone(), NAMESPACE);
     cron_jobs
@@ -865,21 +872,10 @@ async fn an_apply_that_wrote_between_the_read_and_the_lock_makes_the_plan_read_a
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_that_conflicts_makes_the_plan_read_again_once() {
-    let cluster = Cluster::start().await;
-    cluster.write_jobs(JOBS);
-    cluster.run(&["apply"]).await.expect_code(0);
-
-    cluster.write_jobs(&JOBS.replace("./nightly.sh", "./nightly.sh --verbose"));
+    let (cluster, mut apply) = apply_held_at_the_lock().await;
     // Held at the lock, the apply has planned an update of `nightly` from the CronJob it listed; somebody edits
     // the CronJob by hand (not through an apply: the inventory stays as it was), so the update's
     // resourceVersion is stale.
-    cluster
-        .local
-        .hold(toolforge_local_cluster::Hold::after("get", "leases"));
-    let mut apply = cluster.spawn(&["apply"]);
-    tokio::time::timeout(Duration::from_secs(30), cluster.local.held())
-        .await
-        .unwrap_or_else(|_| panic!("the apply never asked for the lock:\n{}", apply.log()));
     let cron_jobs: Api<k8s_openapi::api::batch::v1::CronJob> =
         Api::namespaced(cluster.client.clone(), NAMESPACE);
     cron_jobs

@@ -70,6 +70,12 @@ fn reviewed_request(spec: &Value) -> Result<RequestInfo, ApiError> {
     ))
 }
 
+/// The `spec` of a posted review (`{}` when it has none).
+fn review_spec(headers: &HeaderMap, body: &Bytes) -> Result<Value, ApiError> {
+    let review = super::resource::parse_body(headers, body)?;
+    Ok(review.get("spec").cloned().unwrap_or_else(|| json!({})))
+}
+
 fn created(body: &Value) -> Response {
     let mut response = json(body);
     *response.status_mut() = StatusCode::CREATED;
@@ -82,11 +88,10 @@ pub(super) async fn access_review(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let review = match super::resource::parse_body(&headers, &body) {
-        Ok(review) => review,
+    let spec = match review_spec(&headers, &body) {
+        Ok(spec) => spec,
         Err(error) => return error.into_response(),
     };
-    let spec = review.get("spec").cloned().unwrap_or_else(|| json!({}));
     let request = match reviewed_request(&spec) {
         Ok(request) => request,
         Err(error) => return error.into_response(),
@@ -108,11 +113,10 @@ pub(super) async fn rules_review(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let review = match super::resource::parse_body(&headers, &body) {
-        Ok(review) => review,
+    let spec = match review_spec(&headers, &body) {
+        Ok(spec) => spec,
         Err(error) => return error.into_response(),
     };
-    let spec = review.get("spec").cloned().unwrap_or_else(|| json!({}));
     let Some(namespace) = non_empty(&spec, "namespace") else {
         return ApiError::bad_request("no namespace on request").into_response();
     };

@@ -35,6 +35,11 @@ pub use event::{Event, EventKind, Progress};
 pub use waiting::{Target, outcome_event, run_outcome};
 pub use write::WriteError;
 
+/// Writes in flight at once inside a stage, unless told otherwise: enough to hide a remote API server's latency
+/// (100 changed jobs at 5 ms: 5× faster than one at a time), few enough for an API server's priority and
+/// fairness to take in.
+pub const DEFAULT_CONCURRENCY: u16 = 32;
+
 /// How `apply` runs.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -60,7 +65,7 @@ pub struct Origin {
 impl Default for Options {
     fn default() -> Self {
         Self {
-            concurrency: 8,
+            concurrency: usize::from(DEFAULT_CONCURRENCY),
             deletion_timeout: Duration::from_secs(300),
             barrier_timeouts: BTreeMap::new(),
             origin: None,

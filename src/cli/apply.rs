@@ -44,7 +44,7 @@ pub struct ApplyArgs {
     pub wait: Option<Duration>,
 
     /// How many writes may be in flight at once (inside a stage)
-    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=64))]
+    #[arg(long, value_name = "N", default_value_t = crate::apply::DEFAULT_CONCURRENCY, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub concurrency: u16,
 
     /// When another apply or daemon holds the lock, wait for it (at most DURATION: `90s`, `5m`)

@@ -51,7 +51,7 @@ pub struct WatchArgs {
     pub resync: Duration,
 
     /// How many writes may be in flight at once (inside a stage)
-    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
+    #[arg(long, value_name = "N", default_value_t = crate::apply::DEFAULT_CONCURRENCY, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub concurrency: u16,
 
     /// How long the file must stay unchanged before it is read

@@ -160,7 +160,7 @@ pub async fn apply(
             )
             .await?;
             let result = async {
-                planned.refresh(&settings).await?;
+                planned.confirm(&settings).await?;
                 let _ = events.send(serde_json::json!({"event": "plan", "plan": planned.plan}));
                 if let Some(expected) = &expected
                     && !same_actions(expected, &planned.plan)
@@ -171,7 +171,7 @@ pub async fn apply(
                 let how = CarryOut {
                     by: &holder,
                     progress: Arc::new(Streamed(events.clone())),
-                    concurrency: 8,
+                    concurrency: usize::from(crate::apply::DEFAULT_CONCURRENCY),
                     stops: vec![lock.lost()],
                     wait: None,
                 };

@@ -43,6 +43,9 @@ pub(super) enum Change {
         uid: String,
         outcome: RunOutcome,
     },
+    /// An event that needs nothing (a status update, one of the daemon's own writes coming back): the daemon is
+    /// not idle yet.
+    Nothing,
 }
 
 /// One object as the watches see it (`None` in an event: not ours to repair, a Job a CronJob started).
@@ -69,7 +72,14 @@ pub(super) fn watch(client: &kube::Client, namespace: &str) -> BoxStream<'static
     stream::select_all(streams)
         .flat_map(move |(kind, seen)| {
             let changes = match seen {
-                Ok(seen) => known.see(kind, seen),
+                Ok(seen) => {
+                    let changes = known.see(kind, seen);
+                    if changes.is_empty() {
+                        vec![Change::Nothing]
+                    } else {
+                        changes
+                    }
+                }
                 Err(error) => {
                     tracing::warn!(%error, kind, "watch failed; it resumes by itself");
                     Vec::new()

@@ -3,7 +3,8 @@
 //! A reconcile of hundreds of jobs peaks at tens of megabytes (the live objects, the rendered ones, the plan) and
 //! frees them when it ends. glibc's allocator keeps freed memory for reuse instead of returning it, so without a
 //! trim the daemon idles at its peak: 52 MB resident after creating 300 jobs, 28 MB after a trim
-//! (docs/performance.md, `watch`).
+//! (docs/performance.md, `watch`). The loop trims once it has been quiet for a moment rather than right after a
+//! reconcile: the watch events of the reconcile's own writes keep coming for a while, and free memory too.
 
 /// Returns the allocator's free pages to the kernel (glibc only; other C libraries are left to their own policy).
 pub(super) fn release_freed() {

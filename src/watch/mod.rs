@@ -40,6 +40,11 @@ pub use prune::restrict_prunes;
 /// The first delay after a failed reconcile; it doubles up to [`Settings::max_backoff`].
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 
+/// How long the daemon must have been quiet (no reconcile, no watch event) before it gives the memory it freed
+/// back to the system. A reconcile's own writes come back as watch events for a while after it ends, and they
+/// free memory too: trimming right after the reconcile left 38 MB resident with 300 jobs, once quiet 28 MB.
+const QUIET_BEFORE_TRIM: Duration = Duration::from_secs(2);
+
 /// What set a reconcile off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trigger {
@@ -147,6 +152,8 @@ pub async fn run<R: Reconciler>(
     let mut drift = drift::watch(client, namespace);
     let mut shutdown = pin!(shutdown_signal()?);
     let mut schedule = Schedule::new(settings);
+    // When to trim the allocator: a while after the last activity, once (an idle daemon never wakes up).
+    let mut trim_due: Option<Instant> = None;
     loop {
         let (due, trigger) = schedule.next();
         tokio::select! {
@@ -155,15 +162,23 @@ pub async fn run<R: Reconciler>(
                 tracing::debug!(path = %path.display(), "file changed");
                 schedule.file_changed();
             }
-            Some(change) = drift.next() => match change {
-                drift::Change::Drift(what) => {
-                    tracing::info!(%what, "drift: reconciling");
-                    schedule.drifted();
+            Some(change) = drift.next() => {
+                trim_due = Some(Instant::now() + QUIET_BEFORE_TRIM);
+                match change {
+                    drift::Change::Drift(what) => {
+                        tracing::info!(%what, "drift: reconciling");
+                        schedule.drifted();
+                    }
+                    drift::Change::Finished { job, uid, outcome } => {
+                        reconciler.finished(&job, &uid, outcome).await;
+                    }
+                    drift::Change::Nothing => {}
                 }
-                drift::Change::Finished { job, uid, outcome } => {
-                    reconciler.finished(&job, &uid, outcome).await;
-                }
-            },
+            }
+            () = tokio::time::sleep_until(trim_due.unwrap_or(due)), if trim_due.is_some() => {
+                trim_due = None;
+                memory::release_freed();
+            }
             () = tokio::time::sleep_until(due) => {
                 let verdict = {
                     let (stop, stopped) = watch::channel(false);
@@ -185,7 +200,7 @@ pub async fn run<R: Reconciler>(
                 }
                 schedule.reconciled(verdict);
                 files.set_patterns(&reconciler.trigger_patterns());
-                memory::release_freed();
+                trim_due = Some(Instant::now() + QUIET_BEFORE_TRIM);
             }
         }
     }

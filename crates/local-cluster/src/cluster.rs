@@ -35,8 +35,8 @@ use crate::kubelet::{self, Kubelet};
 use crate::registry::persist;
 use crate::registry::store::Store;
 
-/// The controllers of a local cluster: Job, TTL-after-finished, CronJob, ReplicaSet, Deployment and, when given,
-/// a kubelet.
+/// The controllers of a local cluster: Job, TTL-after-finished, CronJob, ReplicaSet, Deployment, the root CA
+/// publisher and, when given, a kubelet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Controllers {
     /// Delay before recreating a Job's pod after one failure (10 s on Kubernetes); it doubles per consecutive
@@ -59,14 +59,20 @@ impl Default for Controllers {
 }
 
 impl Controllers {
-    /// Spawns every configured controller and the kubelet; they stop when `shutdown` is cancelled. A process
-    /// kubelet records its processes in `pid_file` when given.
-    fn start(&self, store: &Store, shutdown: &CancellationToken, pid_file: Option<PathBuf>) {
+    /// Spawns every configured controller and the kubelet; they stop when `shutdown` is cancelled. `ca_pem` is
+    /// what namespaces' `kube-root-ca.crt` holds; a process kubelet records its processes in `pid_file` when given.
+    fn start(
+        &self,
+        ca_pem: &str,
+        store: &Store,
+        shutdown: &CancellationToken,
+        pid_file: Option<PathBuf>,
+    ) {
         let backoff = Backoff {
             base: self.job_backoff_base,
             cap: self.job_backoff_cap,
         };
-        controllers::start(backoff, store, shutdown);
+        controllers::start(backoff, ca_pem, store, shutdown);
         if let Some(wanted) = &self.kubelet {
             kubelet::start(wanted, store, shutdown, pid_file);
         }
@@ -268,7 +274,7 @@ impl LocalCluster {
             kubelet::stop_previous(path).await;
         }
         if let Some(wanted) = &options.controllers {
-            wanted.start(&store, &shutdown, pid_file);
+            wanted.start(pki.ca_certificate_pem(), &store, &shutdown, pid_file);
         }
         Ok(LocalCluster {
             address,

@@ -162,6 +162,7 @@ scenarios! {
     official_client_sees_a_crash_loop => "workloads.crash_loop";
     official_client_sees_a_namespace_terminate => "access.namespace_lifecycle";
     official_client_as_a_tool_is_confined_to_its_namespace => "access.tool_is_confined_to_its_namespace";
+    official_client_finds_the_root_ca_config_map_in_every_namespace => "access.root_ca_config_map_in_every_namespace";
     kr8s_connects_lists_creates_gets_and_deletes => "other_clients.kr8s_basics";
     kr8s_waits_for_and_scales_a_deployment_and_reads_logs => "other_clients.kr8s_scales_a_deployment_and_reads_logs";
     lightkube_connects_lists_creates_gets_watches_and_deletes => "other_clients.lightkube_basics";

@@ -1,7 +1,8 @@
 //! What a cluster with a state file survives, and the API server's limits. The crash tests run the cluster in a
 //! child process — this test binary again, running only [`child_cluster_process`] — and SIGKILL it: every write
 //! acknowledged before the kill is there after a restart, and the container processes the killed cluster left
-//! running are stopped before new ones start. Then: Events expire after the event TTL, and ConfigMaps over
+//! running are stopped before new ones start; namespaces restored from the state file get the current CA bundle.
+//! Then: Events expire after the event TTL, and ConfigMaps over
 //! 1 MiB and request bodies over 3 MiB are refused as Kubernetes refuses them.
 
 mod support;
@@ -283,6 +284,66 @@ async fn the_processes_a_killed_cluster_left_running_are_stopped_and_replaced_by
         processes(&argv).is_empty().then_some(())
     })
     .await;
+}
+
+/// Waits until `kube-root-ca.crt` in `namespace` holds the cluster's current CA.
+async fn published_ca(cluster: &LocalCluster, namespace: &str) {
+    let maps: Api<ConfigMap> = Api::namespaced(cluster.client().expect("client"), namespace);
+    let wanted = cluster.ca_certificate_pem().to_owned();
+    eventually(&format!("kube-root-ca.crt in {namespace}"), || async {
+        let found = maps.get_opt("kube-root-ca.crt").await.expect("get")?;
+        (found.data?.get("ca.crt") == Some(&wanted)).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn namespaces_restored_from_the_state_file_get_the_ca_bundle_of_the_current_ca() {
+    let directory = tempfile::tempdir().expect("temp dir");
+    let state = directory.path().join("state.json");
+    let start = |controllers: Option<Controllers>, credentials: &str| {
+        LocalCluster::start(Options {
+            state_file: Some(state.clone()),
+            credentials_dir: Some(directory.path().join(credentials)),
+            controllers,
+            ..Options::default()
+        })
+    };
+    // Made by a cluster without controllers, as one from before the publisher existed: no bundle yet.
+    let api_only = start(None, "first").await.expect("cluster starts");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
+        Api::all(api_only.client().expect("client"));
+    let namespace =
+        serde_json::from_value(json!({"metadata": {"name": "restored"}})).expect("valid namespace");
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("created");
+    let restored: Api<ConfigMap> = Api::namespaced(api_only.client().expect("client"), "restored");
+    assert!(
+        restored
+            .get_opt("kube-root-ca.crt")
+            .await
+            .expect("get")
+            .is_none(),
+        "an API server without the controller manager publishes nothing"
+    );
+    api_only.shutdown().await.expect("shutdown");
+
+    let published = start(Some(Controllers::default()), "first")
+        .await
+        .expect("cluster starts");
+    for namespace in ["restored", "default", "kube-system"] {
+        published_ca(&published, namespace).await;
+    }
+    published.shutdown().await.expect("shutdown");
+
+    // A new CA (the credentials directory replaced) is published over the old bundle.
+    let renewed = start(Some(Controllers::default()), "second")
+        .await
+        .expect("cluster starts");
+    published_ca(&renewed, "restored").await;
+    renewed.shutdown().await.expect("shutdown");
 }
 
 #[tokio::test]

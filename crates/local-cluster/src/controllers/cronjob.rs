@@ -538,6 +538,23 @@ mod tests {
     }
 
     #[test]
+    fn a_running_job_keeps_its_active_reference_as_written_when_it_joined() {
+        // Kubernetes writes the reference (with the Job's resourceVersion then) once, when it creates the Job;
+        // the Job's own status writes since do not rewrite the CronJob.
+        let mut running = job("cj-1", None, "2026-03-02T07:05:00Z");
+        meta::set_at(&mut running, &["metadata", "resourceVersion"], json!("42"));
+        let joined = json!({"kind": "Job", "namespace": "default", "name": "cj-1", "uid": "cj-1",
+            "apiVersion": "batch/v1", "resourceVersion": "7"});
+        let state = json!({"lastScheduleTime": "2026-03-02T07:05:00Z", "active": [joined]});
+        let action = decide(
+            &cronjob(&json!({"suspend": true}), &state),
+            &[running],
+            at("2026-03-02T07:06:00Z"),
+        );
+        assert_eq!(action.effects, [], "no status write");
+    }
+
+    #[test]
     fn finished_jobs_leave_active_and_old_failures_beyond_the_limit_are_deleted() {
         let done = job("cj-3", Some("Complete"), "2026-03-02T07:05:00Z");
         let old_failure = job("cj-1", Some("Failed"), "2026-03-02T06:00:00Z");

@@ -384,6 +384,12 @@ pub(crate) fn replicasets() -> &'static ResourceType {
     find("apps", "v1", "replicasets").expect("replicasets are served")
 }
 
+/// ConfigMaps, which the cluster publishes its identity and CA bundle in.
+pub(crate) fn configmaps() -> &'static ResourceType {
+    // Invariant: configmaps are in the static registry.
+    find("", "v1", "configmaps").expect("configmaps are served")
+}
+
 /// Jobs.
 pub(crate) fn jobs() -> &'static ResourceType {
     // Invariant: jobs are in the static registry.

@@ -50,10 +50,11 @@ pub struct Change {
     pub resource: &'static ResourceType,
     /// What happened.
     pub event: EventType,
-    /// The state before (None for creations).
-    pub old: Option<Value>,
-    /// The new state; for deletions the last state, carrying the deletion's resourceVersion.
-    pub object: Value,
+    /// The state before (None for creations); shared with the store and the history, never copied.
+    pub old: Option<Arc<Value>>,
+    /// The new state; for deletions the last state, carrying the deletion's resourceVersion. Shared with the
+    /// store while it is the current state, so the history costs no second copy of each object.
+    pub object: Arc<Value>,
     /// The resourceVersion of this change.
     pub resource_version: u64,
     /// `object` as JSON text, rendered once and shared by every watch that sends it.
@@ -98,7 +99,8 @@ impl ObjectKey {
 #[derive(Debug)]
 pub(crate) struct Inner {
     resource_version: u64,
-    objects: BTreeMap<ObjectKey, Value>,
+    /// The current objects, each shared with the history's changes that carry it.
+    objects: BTreeMap<ObjectKey, Arc<Value>>,
     history: VecDeque<Arc<Change>>,
     history_limit: usize,
     /// Changes at or below this version are no longer in `history`.
@@ -167,7 +169,7 @@ impl Inner {
     }
 
     pub(crate) fn get(&self, key: &ObjectKey) -> Option<&Value> {
-        self.objects.get(key)
+        self.objects.get(key).map(|object| &**object)
     }
 
     /// Objects of one type, in one namespace or all, ordered by namespace then name.
@@ -187,12 +189,12 @@ impl Inner {
             .take_while(move |(k, _)| {
                 k.is_of(resource) && namespace.is_none_or(|ns| k.namespace == ns)
             })
-            .map(|(_, v)| v)
+            .map(|(_, v)| &**v)
     }
 
     /// Every object (any type), for the garbage collector and the state file.
     pub(crate) fn all(&self) -> impl Iterator<Item = (&ObjectKey, &Value)> {
-        self.objects.iter()
+        self.objects.iter().map(|(key, object)| (key, &**object))
     }
 
     fn next_version(&mut self) -> u64 {
@@ -208,10 +210,11 @@ impl Inner {
             &["metadata", "resourceVersion"],
             Value::from(rv.to_string()),
         );
+        let stored = Arc::new(object);
         self.objects
-            .insert(ObjectKey::of(resource, &object), object.clone());
-        self.record(resource, EventType::Added, None, object.clone(), rv);
-        object
+            .insert(ObjectKey::of(resource, &stored), Arc::clone(&stored));
+        self.record(resource, EventType::Added, None, Arc::clone(&stored), rv);
+        Arc::unwrap_or_clone(stored)
     }
 
     /// Replaces a stored object. A write that changes nothing keeps the version and emits nothing.
@@ -227,19 +230,26 @@ impl Inner {
                 Value::from(rv),
             );
         }
-        if *old == object {
+        if **old == object {
             return object;
         }
-        let old = old.clone();
+        let old = Arc::clone(old);
         let rv = self.next_version();
         meta::set_at(
             &mut object,
             &["metadata", "resourceVersion"],
             Value::from(rv.to_string()),
         );
-        self.objects.insert(key, object.clone());
-        self.record(resource, EventType::Modified, Some(old), object.clone(), rv);
-        object
+        let stored = Arc::new(object);
+        self.objects.insert(key, Arc::clone(&stored));
+        self.record(
+            resource,
+            EventType::Modified,
+            Some(old),
+            Arc::clone(&stored),
+            rv,
+        );
+        Arc::unwrap_or_clone(stored)
     }
 
     /// Removes an object; the returned last state carries the deletion's resourceVersion.
@@ -264,20 +274,21 @@ impl Inner {
             self.logs.remove_pod(&key.namespace, &key.name);
         }
         let rv = self.next_version();
-        let mut object = last.unwrap_or_else(|| stored.clone());
+        let mut object = last.unwrap_or_else(|| (*stored).clone());
         meta::set_at(
             &mut object,
             &["metadata", "resourceVersion"],
             Value::from(rv.to_string()),
         );
+        let last = Arc::new(object);
         self.record(
             resource,
             EventType::Deleted,
             Some(stored),
-            object.clone(),
+            Arc::clone(&last),
             rv,
         );
-        Some(object)
+        Some(Arc::unwrap_or_clone(last))
     }
 
     /// The namespaces of the changes not yet published (what the quota refresh looks at).
@@ -293,14 +304,14 @@ impl Inner {
         &mut self,
         resource: &'static ResourceType,
         event: EventType,
-        old: Option<Value>,
-        object: Value,
+        old: Option<Arc<Value>>,
+        object: Arc<Value>,
         rv: u64,
     ) {
         self.owners.record(
             ObjectKey::of(resource, &object),
             event,
-            old.as_ref(),
+            old.as_deref(),
             &object,
             resource.builtin("customresourcedefinitions"),
         );
@@ -502,7 +513,7 @@ impl Store {
                 Some(resource) => {
                     inner
                         .objects
-                        .insert(ObjectKey::of(resource, &object), object);
+                        .insert(ObjectKey::of(resource, &object), Arc::new(object));
                 }
                 None => custom.push(object),
             }
@@ -513,7 +524,7 @@ impl Store {
             if let Some(resource) = inner.of_object(&object) {
                 inner
                     .objects
-                    .insert(ObjectKey::of(resource, &object), object);
+                    .insert(ObjectKey::of(resource, &object), Arc::new(object));
             } else {
                 tracing::warn!(
                     api_version = meta::str_at(&object, &["apiVersion"]).unwrap_or_default(),
@@ -524,7 +535,7 @@ impl Store {
             }
         }
         inner.compacted = inner.resource_version;
-        inner.owners = Owners::rebuild(inner.objects.iter());
+        inner.owners = Owners::rebuild(inner.all());
     }
 
     /// Journals every change from now on (a store has one journal at most: a second is ignored).

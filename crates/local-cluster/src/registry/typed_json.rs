@@ -269,6 +269,16 @@ impl Node<'_, '_> {
     }
 }
 
+/// What a visitor says it expects (its `expecting`), which names the type for the types that decode themselves
+/// from any JSON (`IntOrString`).
+struct Expecting<'v, V>(&'v V);
+
+impl<'de, V: Visitor<'de>> fmt::Display for Expecting<'_, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.expecting(f)
+    }
+}
+
 /// The Go type a visitor expects, found by offering it a value of every kind in turn (see [`Probe`]).
 fn probe_type<'de, V: Visitor<'de>>(
     decode: impl FnOnce(Probe) -> Result<V::Value, Error>,
@@ -304,10 +314,19 @@ impl<'de> Deserializer<'de> for Node<'de, '_> {
     type Error = Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        // Free-form JSON (`JSON`, `RawExtension`, int-or-string): taken as it is.
-        self.value
-            .deserialize_any(visitor)
-            .map_err(|e| Error::Message(e.to_string()))
+        // Free-form JSON (`JSON`, `RawExtension`) takes anything. Int-or-string refuses what is neither:
+        // Go's `IntOrString.UnmarshalJSON` decodes anything but a string into its `int32`, so the error is that
+        // of an int32 field.
+        let int_or_string = Expecting(&visitor).to_string() == "IntOrString";
+        self.value.deserialize_any(visitor).map_err(|error| {
+            if !int_or_string {
+                return Error::Message(error.to_string());
+            }
+            match self.value {
+                Value::Number(number) => self.mismatch_as(&format!("number {number}"), "int32"),
+                _ => self.mismatch("int32"),
+            }
+        })
     }
 
     fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
@@ -837,6 +856,23 @@ mod tests {
         assert_eq!(
             error(json!([])),
             "json: cannot unmarshal array into Go value of type v1.Deployment"
+        );
+        assert_eq!(
+            error(json!({"metadata": {"creationTimestamp": 5}})),
+            "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.creationTimestamp of type string",
+            "metav1.Time decodes a string"
+        );
+        let surge = |value: Value| {
+            error(json!({"spec": {"strategy": {"rollingUpdate": {"maxSurge": value}}}}))
+        };
+        assert_eq!(
+            surge(json!(true)),
+            "json: cannot unmarshal bool into Go struct field RollingUpdateDeployment.spec.strategy.rollingUpdate.maxSurge of type int32",
+            "int-or-string decodes anything but a string as its int32"
+        );
+        assert_eq!(
+            surge(json!(5_000_000_000_u64)),
+            "json: cannot unmarshal number 5000000000 into Go struct field RollingUpdateDeployment.spec.strategy.rollingUpdate.maxSurge of type int32"
         );
     }
 

@@ -98,3 +98,76 @@ def tool_is_confined_to_its_namespace():
     assert user.username == name and "system:authenticated" in user.groups, user
     owner_review = client.AuthenticationV1Api(owner()).create_self_subject_review(client.V1SelfSubjectReview())
     assert "system:masters" in owner_review.status.user_info.groups, owner_review.status
+
+
+ROOT_CA = "kube-root-ca.crt"
+ROOT_CA_DESCRIPTION = (
+    "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the "
+    "internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes "
+    "clusters."
+)
+
+
+def root_ca_config_map_in_every_namespace():
+    """kube-controller-manager's root-ca-cert-publisher: every namespace holds `kube-root-ca.crt` with the CA that
+    verifies the API server; it is created with a namespace, created again when deleted, and restored when edited."""
+    api = owner()
+    core = client.CoreV1Api(api)
+    with open(api.configuration.ssl_ca_cert) as kubeconfig_ca:
+        ca = kubeconfig_ca.read()
+
+    def published(namespace):
+        found = [c for c in core.list_namespaced_config_map(namespace).items if c.metadata.name == ROOT_CA]
+        return found[0] if found else None
+
+    for namespace in ["default", "kube-system", "kube-public", "kube-node-lease"]:
+        made = eventually(f"{ROOT_CA} in {namespace}", lambda: published(namespace))
+        assert made.data == {"ca.crt": ca}, (namespace, made.data)
+        assert made.metadata.annotations == {"kubernetes.io/description": ROOT_CA_DESCRIPTION}, made.metadata
+        assert made.metadata.managed_fields[0].manager == "kube-controller-manager", made.metadata.managed_fields
+
+    # The bundle verifies the API server: a client trusting only it connects.
+    trusting = client.Configuration()
+    trusting.host = api.configuration.host
+    trusting.cert_file, trusting.key_file = api.configuration.cert_file, api.configuration.key_file
+    with open("published-ca.crt", "w") as bundle:
+        bundle.write(made.data["ca.crt"])
+    trusting.ssl_ca_cert = "published-ca.crt"
+    assert client.VersionApi(client.ApiClient(trusting)).get_code().major == "1"
+
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="fresh")))
+    first = eventually("the new namespace's CA bundle", lambda: published("fresh"))
+    assert first.data == {"ca.crt": ca}, first.data
+    core.delete_namespaced_config_map(ROOT_CA, "fresh")
+    again = eventually(
+        "the deleted CA bundle created again",
+        lambda: (found := published("fresh")) and found.metadata.uid != first.metadata.uid and found,
+    )
+    assert again.data == {"ca.crt": ca}, again.data
+
+    core.patch_namespaced_config_map(
+        ROOT_CA,
+        "fresh",
+        {"metadata": {"labels": {"kept": "yes"}, "annotations": {"kubernetes.io/description": ""}},
+         "data": {"ca.crt": "not a certificate", "extra": "x"}},
+    )
+    restored = eventually(
+        "the edited CA bundle restored",
+        lambda: (found := published("fresh")) and found.data == {"ca.crt": ca} and found,
+    )
+    assert restored.metadata.annotations["kubernetes.io/description"] == ROOT_CA_DESCRIPTION, restored.metadata
+    assert restored.metadata.labels == {"kept": "yes"}, "Kubernetes leaves the labels alone"
+
+    # A tool reads the bundle in its own namespace, as its pods would.
+    own = f"tool-{tool_name()}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=own)))
+    mine = eventually(
+        "the tool's CA bundle",
+        lambda: any(c.metadata.name == ROOT_CA for c in client.CoreV1Api(tool()).list_namespaced_config_map(own).items),
+    )
+    assert mine
+
+    # A terminating namespace loses it and does not get it back.
+    core.delete_namespace("fresh")
+    eventually("the namespace gone", lambda: api_error(core.read_namespace, "fresh")[0].status == 404)
+    assert published("fresh") is None

@@ -649,7 +649,8 @@ def deletes_return_the_object_where_kubernetes_does():
 
 def decoding_and_field_validation():
     """Bodies the typed models cannot express, sent through the client's own transport: unknown fields under each
-    fieldValidation, malformed JSON, a replace of a missing object, a read from the future (reference §1.4–1.7)."""
+    fieldValidation, malformed JSON, wrong-typed fields, a replace of a missing object, a read from the future
+    (reference §1.4–1.7)."""
     api = owner()
     core = client.CoreV1Api(api)
     path = f"{api.configuration.host}/api/v1/namespaces/{NAMESPACE}/configmaps"
@@ -687,3 +688,26 @@ def decoding_and_field_validation():
     assert_status(body, 504, "Timeout")
     assert body["message"].startswith(f"Too large resource version: {current + 1000}, current: "), body
     assert body["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge", body
+
+    # A value of the wrong type names the field, as Go's decoder does (int-or-string decodes a non-string as int32).
+    jobs = f"{api.configuration.host}/apis/batch/v1/namespaces/{NAMESPACE}/jobs"
+    wrong = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "wrong"}, "spec": {"parallelism": "two"}}
+    code, body, _ = request("POST", jobs, wrong)
+    assert_status(
+        body,
+        400,
+        "BadRequest",
+        'Job in version "v1" cannot be handled as a Job: json: cannot unmarshal string into Go struct field '
+        "JobSpec.spec.parallelism of type int32",
+    )
+    services = f"{api.configuration.host}/api/v1/namespaces/{NAMESPACE}/services"
+    port = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "wrong"},
+            "spec": {"ports": [{"port": 80, "targetPort": True}]}}
+    code, body, _ = request("POST", services, port)
+    assert_status(
+        body,
+        400,
+        "BadRequest",
+        'Service in version "v1" cannot be handled as a Service: json: cannot unmarshal bool into Go struct field '
+        "ServicePort.spec.ports.targetPort of type int32",
+    )

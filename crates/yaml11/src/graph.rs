@@ -3,19 +3,21 @@
 //! Nodes live in an arena and aliases are indices into it, as PyYAML's composer shares node
 //! objects; tags are already resolved, values not yet built.
 
+use std::borrow::Cow;
+
 use crate::span::{Mark, Span};
 use crate::value::{Style, Tag};
 
 /// A composed document: nodes in an arena, aliases as shared indices.
 #[derive(Debug)]
-pub(crate) struct Document {
-    pub(crate) nodes: Vec<RawNode>,
+pub(crate) struct Document<'source> {
+    pub(crate) nodes: Vec<RawNode<'source>>,
     pub(crate) root: usize,
 }
 
 #[derive(Debug)]
-pub(crate) struct RawNode {
-    pub(crate) content: Content,
+pub(crate) struct RawNode<'source> {
+    pub(crate) content: Content<'source>,
     /// Where the node's text is (quotes and brackets included, tag and anchor excluded).
     pub(crate) span: Span,
     /// Where the node starts including its tag and anchor, which is where PyYAML points.
@@ -30,7 +32,7 @@ pub(crate) struct RawNode {
     pub(crate) open: bool,
 }
 
-impl RawNode {
+impl RawNode<'_> {
     /// The span PyYAML would report for this node: from its tag or anchor to its end.
     pub(crate) fn error_span(&self) -> Span {
         Span::new(self.start, self.span.end)
@@ -54,8 +56,10 @@ pub(crate) enum RawTag {
 }
 
 #[derive(Debug)]
-pub(crate) enum Content {
-    Scalar(String),
+pub(crate) enum Content<'source> {
+    /// Borrowed from the source when the text is written there as is (most plain and quoted scalars), so
+    /// composing allocates only for escaped or folded text.
+    Scalar(Cow<'source, str>),
     Sequence(Vec<Child>),
     Mapping(Vec<(Child, Child)>),
 }

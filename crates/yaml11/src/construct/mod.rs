@@ -17,7 +17,7 @@ use crate::timestamp;
 use crate::value::{Mapping, Node, Tag, Value};
 
 /// Constructs the root node of `document`.
-pub(crate) fn construct(document: &Document) -> Result<Node> {
+pub(crate) fn construct(document: &Document<'_>) -> Result<Node> {
     let constructor = Constructor {
         nodes: &document.nodes,
     };
@@ -41,7 +41,7 @@ struct Entry {
 }
 
 struct Constructor<'document> {
-    nodes: &'document [RawNode],
+    nodes: &'document [RawNode<'document>],
 }
 
 impl Constructor<'_> {

@@ -29,9 +29,9 @@ use tokio::sync::{Mutex, watch as channel};
 use crate::cluster::inventory::{InventoryStore, InventoryWriteError};
 use crate::model::inventory::{ApplyResult, Inventory};
 use crate::plan::{Action, LiveState, ObjectRef, Plan, PlannedAction, RecordUpdate, Wait};
-use crate::render::Rendered;
 
 pub use event::{Event, EventKind, Progress};
+pub use records::RenderedJob;
 pub use waiting::{Target, outcome_event, run_outcome};
 pub use write::WriteError;
 
@@ -136,8 +136,8 @@ impl ApplyError {
 pub struct Executor {
     client: kube::Client,
     namespace: String,
-    live: LiveState,
-    rendered: BTreeMap<String, Rendered>,
+    live: Arc<LiveState>,
+    rendered: BTreeMap<String, RenderedJob>,
     inventory: Mutex<InventoryStore>,
     progress: Arc<dyn Progress>,
     /// Any of them becoming `true` stops (see the module documentation).
@@ -149,8 +149,8 @@ impl Executor {
     pub fn new(
         client: kube::Client,
         namespace: &str,
-        live: LiveState,
-        rendered: BTreeMap<String, Rendered>,
+        live: Arc<LiveState>,
+        rendered: BTreeMap<String, RenderedJob>,
         inventory: InventoryStore,
         progress: Arc<dyn Progress>,
         options: Options,

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use super::{ActionOutcome, Applied, ApplyError, Executor};
 use crate::cluster::inventory::InventoryWriteError;
+use crate::model::Kind;
 use crate::model::inventory::{
     ApplyRecord, ApplyResult, JobRecord, Rollout, RunOutcome, RunRecord,
 };
@@ -16,6 +17,29 @@ use crate::render::Rendered;
 /// Definitions of one job whose last run the inventory remembers: coming back to one of them does not run it
 /// again. Older ones are forgotten, so that the record stays small (the inventory is one ConfigMap, at most 1 MiB).
 const REMEMBERED_DEFINITIONS: usize = 20;
+
+/// What the executor keeps of a job's rendering: what it records in the inventory, and where the job's stderr
+/// goes. The rendered objects themselves are in the plan's writes; keeping them twice would double the memory of
+/// a large apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderedJob {
+    pub kind: Kind,
+    pub desired_hash: String,
+    pub fingerprint: String,
+    /// The file the job's stderr goes to, when it logs to files.
+    pub filelog_stderr: Option<String>,
+}
+
+impl From<&Rendered> for RenderedJob {
+    fn from(rendered: &Rendered) -> Self {
+        Self {
+            kind: rendered.canonical.kind,
+            desired_hash: rendered.desired_hash.clone(),
+            fingerprint: rendered.fingerprint.clone(),
+            filelog_stderr: rendered.canonical.filelog_stderr.clone(),
+        }
+    }
+}
 
 impl Executor {
     /// The inventory's record of what `applied` did, when the options name its origin.
@@ -91,7 +115,7 @@ impl Executor {
 
     /// Writes a run record for every one-off of the stage that runs, in one inventory write, before any Job.
     pub(super) async fn record_runs(&self, stage: &[&PlannedAction]) -> Result<(), ApplyError> {
-        let runs: Vec<(&str, &Rendered)> = stage
+        let runs: Vec<(&str, &RenderedJob)> = stage
             .iter()
             .filter(|action| action.records_run)
             .filter_map(|action| {
@@ -141,7 +165,7 @@ impl Executor {
     /// Records what the stage applied: each job's kind, hash and fingerprint, and the UIDs of the Jobs started.
     pub(super) async fn record_jobs(&self, done: &[ActionOutcome]) -> Result<(), ApplyError> {
         let now = jiff::Timestamp::now();
-        let records: Vec<(&ActionOutcome, &Rendered)> = done
+        let records: Vec<(&ActionOutcome, &RenderedJob)> = done
             .iter()
             .filter_map(|outcome| Some((outcome, self.rendered.get(&outcome.job)?)))
             .collect();
@@ -191,9 +215,9 @@ fn trim_runs(runs: &mut Vec<RunRecord>) {
     *runs = kept;
 }
 
-fn job_record(rendered: &Rendered, runs: Vec<RunRecord>) -> JobRecord {
+fn job_record(rendered: &RenderedJob, runs: Vec<RunRecord>) -> JobRecord {
     JobRecord {
-        kind: rendered.canonical.kind,
+        kind: rendered.kind,
         desired_hash: rendered.desired_hash.clone(),
         fingerprint: rendered.fingerprint.clone(),
         runs,

@@ -145,7 +145,7 @@ impl Executor {
     fn file_log(&self, job: &str) -> Option<PathBuf> {
         self.rendered
             .get(job)
-            .and_then(|rendered| rendered.canonical.filelog_stderr.clone())
+            .and_then(|rendered| rendered.filelog_stderr.clone())
             .map(PathBuf::from)
     }
 }

@@ -14,6 +14,7 @@ pub mod context;
 pub mod dry_run;
 pub mod embedded;
 pub mod inventory;
+mod listing;
 pub mod lock;
 pub mod retry;
 pub mod snapshot;

@@ -11,24 +11,31 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
 use k8s_openapi::api::core::v1::{ConfigMap, LimitRange, ResourceQuota, Service};
+use kube::Resource as _;
 use kube::api::{Api, DynamicObject, ListParams};
 use serde::de::DeserializeOwned;
 
-use crate::cluster::{inventory, record_resource};
+use crate::cluster::listing::{Item, Listable, Page, RawItem};
+use crate::cluster::{api_resource, inventory};
 use crate::cluster::{is_forbidden, is_not_found, retry};
 use crate::model::inventory::{Inventory, InventoryError};
 use crate::plan::{LiveRecord, LiveState, ObjectKind};
 use crate::render::context::{IMAGE_CONFIG_NAME, IMAGE_CONFIG_NAMESPACE};
 use crate::render::record::{self, RecordKind};
 
+/// How many objects one LIST response holds at most (kubectl's `--chunk-size` default).
+const PAGE_SIZE: u32 = 500;
+
 /// Everything read from the cluster for one plan.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
-    pub live: LiveState,
+    /// Shared with the executor that carries out a plan made from it, not copied.
+    pub live: Arc<LiveState>,
     /// The inventory ConfigMap's record, `None` when it does not exist yet.
     pub inventory: Option<StoredInventory>,
     /// Toolforge's `image-config` ConfigMap, when the cluster has one and we may read it.
@@ -138,7 +145,7 @@ pub async fn read_covering(
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let mut snapshot = Snapshot::default();
     // Nothing listed yet shows the stored records unserved.
-    snapshot.live.records = Some(Vec::new());
+    Arc::make_mut(&mut snapshot.live).records = Some(Vec::new());
     // Up to eleven requests in flight make a large future: keep it on the heap.
     let (inventory, ()) = Box::pin(async {
         tokio::try_join!(
@@ -203,7 +210,7 @@ impl Snapshot {
     }
 
     fn add(&mut self, listed: Listed) {
-        let live = &mut self.live;
+        let live = Arc::make_mut(&mut self.live);
         match listed {
             Listed::Jobs(items) => live.jobs.extend(items),
             Listed::CronJobs(items) => live.cron_jobs.extend(items),
@@ -236,18 +243,23 @@ async fn list_kind(
     namespace: &str,
     kind: ObjectKind,
 ) -> Result<Listed, ReadError> {
+    let url = DynamicObject::url_path(&api_resource(kind), Some(namespace));
     Ok(match kind {
-        ObjectKind::Job => Listed::Jobs(list(client, namespace, "Jobs", false).await?),
-        ObjectKind::CronJob => Listed::CronJobs(list(client, namespace, "CronJobs", false).await?),
-        ObjectKind::Deployment => {
-            Listed::Deployments(list(client, namespace, "Deployments", false).await?)
+        ObjectKind::Job => Listed::Jobs(workloads(client, namespace, &url, "Jobs").await?),
+        ObjectKind::CronJob => {
+            Listed::CronJobs(workloads(client, namespace, &url, "CronJobs").await?)
         }
-        ObjectKind::Service => Listed::Services(list(client, namespace, "Services", false).await?),
+        ObjectKind::Deployment => {
+            Listed::Deployments(workloads(client, namespace, &url, "Deployments").await?)
+        }
+        ObjectKind::Service => {
+            Listed::Services(workloads(client, namespace, &url, "Services").await?)
+        }
         ObjectKind::ContinuousJob => {
-            Listed::Records(records(client, namespace, RecordKind::Continuous).await?)
+            Listed::Records(records(client, namespace, &url, RecordKind::Continuous).await?)
         }
         ObjectKind::ScheduledJob => {
-            Listed::Records(records(client, namespace, RecordKind::Scheduled).await?)
+            Listed::Records(records(client, namespace, &url, RecordKind::Scheduled).await?)
         }
     })
 }
@@ -322,45 +334,85 @@ where
     }
 }
 
-/// Upstream's stored records of one kind, `None` when the cluster does not serve them (404) or the tool may not
-/// list them (403): the plan then writes none.
+/// The objects of one workload kind (or the Services) of `namespace`, at `url`, without their managedFields.
+async fn workloads<K: Listable>(
+    client: &kube::Client,
+    namespace: &str,
+    url: &str,
+    what: &'static str,
+) -> Result<Vec<K>, ReadError> {
+    pages::<Item<K::Spec, K::Status>>(client, url)
+        .await
+        .map(|items| items.into_iter().map(K::from_item).collect())
+        .map_err(|source| ReadError::List {
+            what,
+            namespace: namespace.to_owned(),
+            source,
+        })
+}
+
+/// Upstream's stored records of one kind, at `url`, `None` when the cluster does not serve them (404) or the tool
+/// may not list them (403): the plan then writes none.
 async fn records(
     client: &kube::Client,
     namespace: &str,
+    url: &str,
     kind: RecordKind,
 ) -> Result<Option<Vec<LiveRecord>>, ReadError> {
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), namespace, &record_resource(kind));
-    let params = ListParams::default();
-    let listed = match retry::transient("list", || api.list(&params)).await {
-        Ok(list) => list.items,
+    let list_error = |source| ReadError::List {
+        what: kind.plural(),
+        namespace: namespace.to_owned(),
+        source,
+    };
+    let listed = match pages::<RawItem>(client, url).await {
+        Ok(items) => items,
         Err(error) if is_not_found(&error) || is_forbidden(&error) => {
             tracing::debug!(%error, kind = kind.kind(), "no stored records; going on without");
             return Ok(None);
         }
-        Err(source) => {
-            return Err(ReadError::List {
-                what: kind.plural(),
-                namespace: namespace.to_owned(),
-                source,
-            });
-        }
+        Err(source) => return Err(list_error(source)),
     };
     let records = listed
         .into_iter()
-        .map(|object| {
-            // A listed DynamicObject always serialises back; its kind is the one its list was of.
-            let mut value = serde_json::to_value(&object).unwrap_or_default();
-            value["apiVersion"] = record::api_version().into();
-            value["kind"] = kind.kind().into();
-            LiveRecord {
+        .map(|item| {
+            let (metadata, mut object) = item
+                .into_parts()
+                .map_err(|source| list_error(kube::Error::SerdeError(source)))?;
+            // The kind is the one its list was of.
+            object["apiVersion"] = record::api_version().into();
+            object["kind"] = kind.kind().into();
+            Ok(LiveRecord {
                 kind,
-                metadata: object.metadata,
-                object: value,
-            }
+                metadata,
+                object,
+            })
         })
-        .collect();
+        .collect::<Result<_, ReadError>>()?;
     Ok(Some(records))
+}
+
+/// The items of the LIST at `url`, read a page of [`PAGE_SIZE`] at a time: what one response holds stays small
+/// however many objects there are, as `kubectl get` reads them.
+async fn pages<T: DeserializeOwned>(
+    client: &kube::Client,
+    url: &str,
+) -> Result<Vec<T>, kube::Error> {
+    let request = kube::core::Request::new(url);
+    let mut items = Vec::new();
+    let mut params = ListParams::default().limit(PAGE_SIZE);
+    loop {
+        let page: Page<T> = retry::transient("list", || async {
+            let mut list = request.list(&params).map_err(kube::Error::BuildRequest)?;
+            list.extensions_mut().insert("list");
+            client.request::<Page<T>>(list).await
+        })
+        .await?;
+        items.extend(page.items);
+        match page.metadata.continue_token {
+            Some(token) if !token.is_empty() => params.continue_token = Some(token),
+            _ => return Ok(items),
+        }
+    }
 }
 
 /// What a 403 on a ConfigMap means.

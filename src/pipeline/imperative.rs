@@ -84,7 +84,7 @@ pub async fn carry_out_holding(
         let executor = Executor::new(
             client.clone(),
             target.namespace,
-            target.live.clone(),
+            Arc::new(target.live.clone()),
             // Nothing rendered: nothing is recorded for the jobs written.
             std::collections::BTreeMap::new(),
             inventory,

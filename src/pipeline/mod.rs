@@ -10,7 +10,7 @@ pub mod pod_logs;
 pub mod source;
 pub mod trigger_files;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,7 +18,7 @@ use std::time::Duration;
 pub use carry_out::{CarriedOut, CarryOut, carry_out};
 pub use source::Source;
 
-use crate::apply::{Executor, Options, Origin, Progress};
+use crate::apply::{Executor, Options, Origin, Progress, RenderedJob};
 use crate::cluster::inventory::InventoryStore;
 use crate::cluster::{self, Connection, ContextInputs, Coverage, Passwd, Snapshot};
 use crate::config::diagnostic::render as render_problems;
@@ -125,8 +125,8 @@ pub struct Planned {
     file: JobsFile,
     /// [`inventory::content_hash`] of the file's content.
     file_hash: String,
-    /// The file's jobs, rendered, in file order.
-    pub desired: Vec<(Job, Rendered)>,
+    /// What carrying the plan out needs of the file's rendered jobs.
+    desired: Desired,
     pub snapshot: Snapshot,
     pub plan: Plan,
     /// The file's warnings, rendered, for the caller to show.
@@ -194,22 +194,6 @@ impl Planned {
     /// The executor that carries out this plan for the lock holder `by`: the rendered objects, each `wait`
     /// one-off's timeout as its barrier's, the inventory as read, progress to `progress`.
     fn executor(&self, by: &str, progress: Arc<dyn Progress>, concurrency: usize) -> Executor {
-        let rendered = self
-            .desired
-            .iter()
-            .map(|(job, rendered)| (job.name.clone(), rendered.clone()))
-            .collect();
-        let barrier_timeouts = self
-            .desired
-            .iter()
-            .filter_map(|(job, _)| match job.kind {
-                JobKind::OneOff {
-                    wait: Some(seconds),
-                    ..
-                } => Some((job.name.clone(), Duration::from_secs(seconds))),
-                _ => None,
-            })
-            .collect();
         let inventory = InventoryStore::new(
             &self.connection.client,
             &self.namespace,
@@ -219,13 +203,13 @@ impl Planned {
         Executor::new(
             self.connection.client.clone(),
             &self.namespace,
-            self.snapshot.live.clone(),
-            rendered,
+            Arc::clone(&self.snapshot.live),
+            self.desired.rendered.clone(),
             inventory,
             progress,
             Options {
                 concurrency,
-                barrier_timeouts,
+                barrier_timeouts: self.desired.barrier_timeouts.clone(),
                 origin: Some(Origin {
                     by: by.to_owned(),
                     file_hash: self.file_hash.clone(),
@@ -233,6 +217,31 @@ impl Planned {
                 ..Options::default()
             },
         )
+    }
+}
+
+/// What carrying a plan out needs of the file's jobs once they are planned: the plan's writes hold their objects,
+/// so each job's rendered objects are dropped once it is planned.
+#[derive(Default)]
+struct Desired {
+    /// What the inventory records of each job, by name.
+    rendered: BTreeMap<String, RenderedJob>,
+    /// Each `wait` one-off's timeout, as its barrier's.
+    barrier_timeouts: BTreeMap<String, Duration>,
+}
+
+impl Desired {
+    fn add(&mut self, job: &Job, rendered: &Rendered) {
+        self.rendered
+            .insert(job.name.clone(), RenderedJob::from(rendered));
+        if let JobKind::OneOff {
+            wait: Some(seconds),
+            ..
+        } = job.kind
+        {
+            self.barrier_timeouts
+                .insert(job.name.clone(), Duration::from_secs(seconds));
+        }
     }
 }
 
@@ -301,7 +310,9 @@ pub async fn plan(
         Some(Ok((desired, plan))) if settled(&plan, &snapshot) => (file, desired, plan),
         narrow => {
             // A plan that writes needs the quotas too: read them in the same round.
-            let writes = !matches!(narrow, Some(Ok((_, plan))) if !plan.has_changes());
+            let writes = !matches!(&narrow, Some(Ok((_, plan))) if !plan.has_changes());
+            // Not kept while the plan is made again: at thousands of jobs it is much of the memory.
+            drop(narrow);
             let everything = Coverage {
                 quotas: writes,
                 ..Coverage::everything()
@@ -405,14 +416,14 @@ fn needs_writes(plan: &Plan, snapshot: &Snapshot) -> bool {
     differs(plan, snapshot) || plan.actions.iter().any(|action| action.records.is_some())
 }
 
-/// Renders the file's jobs for the snapshot's cluster and plans them.
+/// Renders the file's jobs for the snapshot's cluster and plans them; the rendered objects go once planned.
 fn render_and_plan(
     file: &JobsFile,
     snapshot: &Snapshot,
     settings: &PlanSettings,
     tool: &ToolName,
     directory: &Path,
-) -> Result<(Vec<(Job, Rendered)>, Plan), Error> {
+) -> Result<(Desired, Plan), Error> {
     let patterns = file
         .jobs
         .iter()
@@ -429,14 +440,15 @@ fn render_and_plan(
             uids: &Passwd,
         },
     )?;
-    let jobs = file.jobs.iter().map(|located| located.job.clone());
-    let desired = render::all(jobs, &context)?;
-    let plan = plan::compute(
-        &desired,
+    let mut desired = Desired::default();
+    let plan = plan::compute_rendering(
+        file.jobs.iter().map(|located| &located.job),
+        |job| render::objects(job, &context),
+        |job, rendered| desired.add(job, rendered),
         &snapshot.live,
         &snapshot.inventory(),
         &context,
         &settings.options,
-    );
+    )?;
     Ok((desired, plan))
 }

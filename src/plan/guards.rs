@@ -9,19 +9,17 @@
 
 use std::collections::BTreeSet;
 
-use crate::config::Job;
 use crate::model::inventory::Inventory;
 use crate::plan::{Action, Guard, PlanOptions, PlannedAction, Refusal};
-use crate::render::Rendered;
 
+/// The refusals of `actions`, planned for the jobs `in_file` (the names of the file's jobs).
 pub(crate) fn check(
     actions: &[PlannedAction],
-    desired: &[(Job, Rendered)],
+    in_file: &BTreeSet<&str>,
     inventory: &Inventory,
     options: &PlanOptions,
 ) -> Vec<Refusal> {
     let mut refusals = Vec::new();
-    let in_file: BTreeSet<&str> = desired.iter().map(|(job, _)| job.name.as_str()).collect();
     let unknown: BTreeSet<&String> = options
         .only_jobs
         .iter()
@@ -53,7 +51,7 @@ pub(crate) fn check(
     if deleted.is_empty() || total == 0 {
         return refusals;
     }
-    let empty_file = desired.is_empty();
+    let empty_file = in_file.is_empty();
     if empty_file {
         if !options.allow_empty {
             refusals.push(Refusal {

@@ -26,7 +26,7 @@ use crate::model::Kind;
 use crate::model::inventory::RunOutcome;
 use crate::render::record::RecordKind;
 
-pub use decide::compute;
+pub use decide::{compute, compute_rendering};
 pub use live::{LiveRecord, LiveState};
 
 /// The version of the plan's JSON form; bumped on every incompatible change.

@@ -4,7 +4,9 @@ mod long_running;
 mod one_off;
 mod prune;
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet};
+use std::convert::Infallible;
 
 use crate::config::Job;
 use crate::config::job::{JobKind, Rerun};
@@ -33,14 +35,55 @@ pub fn compute(
     context: &RenderContext,
     options: &PlanOptions,
 ) -> Plan {
+    let rendered = desired
+        .iter()
+        .map(|(job, rendered)| Ok::<_, Infallible>((job, rendered)));
+    let Ok(plan) = plan_all(rendered, live, inventory, context, options);
+    plan
+}
+
+/// The same plan as [`compute`] of the rendered `jobs`, rendering each job only when it is planned and dropping
+/// its objects once decided: what the plan writes is in its actions, so a file of thousands of jobs is never
+/// held rendered as a whole. `rendered` sees each job's objects before they go; the first error of `render`
+/// (in file order) wins, as when rendering everything first.
+pub fn compute_rendering<'a, E>(
+    jobs: impl IntoIterator<Item = &'a Job>,
+    mut render: impl FnMut(&Job) -> Result<Rendered, E>,
+    mut rendered: impl FnMut(&Job, &Rendered),
+    live: &LiveState,
+    inventory: &Inventory,
+    context: &RenderContext,
+    options: &PlanOptions,
+) -> Result<Plan, E> {
+    let each = jobs.into_iter().map(|job| {
+        let objects = render(job)?;
+        rendered(job, &objects);
+        Ok((job, objects))
+    });
+    plan_all(each, live, inventory, context, options)
+}
+
+/// [`compute`] over jobs rendered one at a time.
+fn plan_all<'a, R: Borrow<Rendered>, E>(
+    desired: impl Iterator<Item = Result<(&'a Job, R), E>>,
+    live: &LiveState,
+    inventory: &Inventory,
+    context: &RenderContext,
+    options: &PlanOptions,
+) -> Result<Plan, E> {
     let index = live::index(live, &context.membership);
     let records_served = live.records.is_some();
     let none = BTreeMap::new();
-    let in_file: BTreeSet<&str> = desired.iter().map(|(job, _)| job.name.as_str()).collect();
+    let mut in_file: BTreeSet<&str> = BTreeSet::new();
+    let mut any_record = false;
     let mut actions = Vec::new();
     // The first `wait` one-off whose current definition failed: everything after it is held (SPEC §7).
     let mut failed_barrier = None;
-    for (job, rendered) in desired {
+    for each in desired {
+        let (job, rendered) = each?;
+        let rendered = rendered.borrow();
+        in_file.insert(job.name.as_str());
+        any_record |= rendered.record.is_some();
         if !options.only_jobs.is_empty() && !options.only_jobs.contains(&job.name) {
             continue;
         }
@@ -94,7 +137,7 @@ pub fn compute(
             }
         }
     }
-    let refusals = guards::check(&actions, desired, inventory, options);
+    let refusals = guards::check(&actions, &in_file, inventory, options);
     if let Some(index) = failed_barrier {
         let (before, later) = actions.split_at_mut(index + 1);
         if let Some(barrier) = before.last_mut() {
@@ -102,14 +145,10 @@ pub fn compute(
         }
     }
     let mut plan = Plan::new(actions, refusals);
-    if !records_served
-        && desired
-            .iter()
-            .any(|(_, rendered)| rendered.record.is_some())
-    {
+    if !records_served && any_record {
         plan.notes.push(NO_RECORDS.to_owned());
     }
-    plan
+    Ok(plan)
 }
 
 /// Said once when the cluster keeps no stored records, or the tool may not read them.

@@ -1,0 +1,187 @@
+//! LIST responses decoded into what the client keeps of each object, without `metadata.managedFields`.
+//!
+//! The API server records on every object which writer set which field (`managedFields`): a tree as big as the
+//! object itself or bigger, which nothing here reads (the plan compares specs, labels and annotations; the diff
+//! shows only the fields we write). Parsed into the k8s-openapi types it would be a `serde_json::Value` per
+//! object, the largest part of the client's memory at thousands of jobs; here it is skipped while the response is
+//! parsed and never built. The rest of each object is decoded as usual, into the same types.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus};
+use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec, CronJobStatus, Job, JobSpec, JobStatus};
+use k8s_openapi::api::core::v1::{Service, ServiceSpec, ServiceStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+/// One page of a LIST: its items, and where the next page starts.
+#[derive(Debug, Deserialize)]
+pub(super) struct Page<T> {
+    #[serde(default)]
+    pub(super) metadata: PageMeta,
+    #[serde(default = "Vec::new")]
+    pub(super) items: Vec<T>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct PageMeta {
+    /// The token of the next page; empty or absent on the last.
+    #[serde(default, rename = "continue")]
+    pub(super) continue_token: Option<String>,
+}
+
+/// An object's metadata, every field of [`ObjectMeta`] but `managedFields` (left unparsed).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Metadata {
+    annotations: Option<BTreeMap<String, String>>,
+    creation_timestamp: Option<Time>,
+    deletion_grace_period_seconds: Option<i64>,
+    deletion_timestamp: Option<Time>,
+    finalizers: Option<Vec<String>>,
+    generate_name: Option<String>,
+    generation: Option<i64>,
+    labels: Option<BTreeMap<String, String>>,
+    name: Option<String>,
+    namespace: Option<String>,
+    owner_references: Option<Vec<OwnerReference>>,
+    resource_version: Option<String>,
+    self_link: Option<String>,
+    uid: Option<String>,
+}
+
+impl From<Metadata> for ObjectMeta {
+    fn from(metadata: Metadata) -> Self {
+        ObjectMeta {
+            annotations: metadata.annotations,
+            creation_timestamp: metadata.creation_timestamp,
+            deletion_grace_period_seconds: metadata.deletion_grace_period_seconds,
+            deletion_timestamp: metadata.deletion_timestamp,
+            finalizers: metadata.finalizers,
+            generate_name: metadata.generate_name,
+            generation: metadata.generation,
+            labels: metadata.labels,
+            managed_fields: None,
+            name: metadata.name,
+            namespace: metadata.namespace,
+            owner_references: metadata.owner_references,
+            resource_version: metadata.resource_version,
+            self_link: metadata.self_link,
+            uid: metadata.uid,
+        }
+    }
+}
+
+/// A listed object as sent: metadata, spec and status (`apiVersion` and `kind` are the list's).
+#[derive(Debug, Deserialize)]
+#[serde(bound = "Spec: DeserializeOwned, Status: DeserializeOwned")]
+pub(super) struct Item<Spec, Status> {
+    metadata: Metadata,
+    spec: Option<Spec>,
+    status: Option<Status>,
+}
+
+/// A kind listed through [`Item`]: a metadata, spec and status object.
+pub(super) trait Listable: Sized {
+    type Spec: DeserializeOwned;
+    type Status: DeserializeOwned;
+    fn from_item(item: Item<Self::Spec, Self::Status>) -> Self;
+}
+
+macro_rules! listable {
+    ($($kind:ty => $spec:ty, $status:ty;)*) => {$(
+        impl Listable for $kind {
+            type Spec = $spec;
+            type Status = $status;
+            fn from_item(item: Item<$spec, $status>) -> Self {
+                Self {
+                    metadata: item.metadata.into(),
+                    spec: item.spec,
+                    status: item.status,
+                }
+            }
+        }
+    )*};
+}
+
+listable! {
+    Job => JobSpec, JobStatus;
+    CronJob => CronJobSpec, CronJobStatus;
+    Deployment => DeploymentSpec, DeploymentStatus;
+    Service => ServiceSpec, ServiceStatus;
+}
+
+/// A listed custom resource (a stored record) as JSON, without `metadata.managedFields`.
+#[derive(Debug, Deserialize)]
+pub(super) struct RawItem(serde_json::Map<String, serde_json::Value>);
+
+impl RawItem {
+    /// The object, and its metadata parsed.
+    pub(super) fn into_parts(self) -> Result<(ObjectMeta, serde_json::Value), serde_json::Error> {
+        let mut object = self.0;
+        let metadata = match object.get_mut("metadata") {
+            Some(serde_json::Value::Object(metadata)) => {
+                metadata.remove("managedFields");
+                serde_json::from_value::<Metadata>(serde_json::Value::Object(metadata.clone()))?
+                    .into()
+            }
+            _ => ObjectMeta::default(),
+        };
+        Ok((metadata, serde_json::Value::Object(object)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listed_object_keeps_everything_but_its_managed_fields() {
+        let job = serde_json::json!({
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": "once", "namespace": "tool-x", "uid": "u-1", "resourceVersion": "7",
+                "labels": {"app.kubernetes.io/managed-by": "toolforge-jobs-framework"},
+                "annotations": {"jobs.toolforge.org/desired-hash": "h"},
+                "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob", "name": "c", "uid": "u-0"}],
+                "creationTimestamp": "2026-12-06T10:00:00Z",
+                "managedFields": [{"manager": "toolforge-jobs", "operation": "Update",
+                    "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:template": {}}}}],
+            },
+            "spec": {"template": {"spec": {"containers": [{"name": "once", "image": "img"}]}}},
+            "status": {"conditions": [{"type": "Complete", "status": "True"}]},
+        });
+        let mut expected: Job = serde_json::from_value(job.clone()).unwrap();
+        let page: Page<Item<JobSpec, JobStatus>> = serde_json::from_value(
+            serde_json::json!({"metadata": {"continue": "next"}, "items": [job]}),
+        )
+        .unwrap();
+        assert_eq!(page.metadata.continue_token.as_deref(), Some("next"));
+        let listed: Vec<Job> = page.items.into_iter().map(Job::from_item).collect();
+        assert!(expected.metadata.managed_fields.take().is_some());
+        assert_eq!(listed, vec![expected]);
+    }
+
+    #[test]
+    fn a_listed_record_keeps_everything_but_its_managed_fields() {
+        let record = serde_json::json!({
+            "apiVersion": "jobs-api.toolforge.org/v1", "kind": "ScheduledJob",
+            "metadata": {"name": "c", "labels": {"a": "b"}, "managedFields": [{"manager": "m"}]},
+            "spec": {"schedule": "* * * * *"},
+        });
+        let (metadata, object) = serde_json::from_value::<RawItem>(record.clone())
+            .unwrap()
+            .into_parts()
+            .unwrap();
+        assert_eq!(metadata.name.as_deref(), Some("c"));
+        assert!(metadata.managed_fields.is_none());
+        let mut expected = record;
+        expected["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        assert_eq!(object, expected);
+    }
+}

@@ -17,11 +17,21 @@ use serde::de::DeserializeOwned;
 
 /// One page of a LIST: its items, and where the next page starts.
 #[derive(Debug, Deserialize)]
+#[serde(bound(deserialize = "T: Deserialize<'de>"))]
 pub(super) struct Page<T> {
     #[serde(default)]
     pub(super) metadata: PageMeta,
-    #[serde(default = "Vec::new")]
+    /// Some API servers answer an empty list with `"items": null`, which kube's own list type accepts too.
+    #[serde(default = "Vec::new", deserialize_with = "null_as_empty")]
     pub(super) items: Vec<T>,
+}
+
+fn null_as_empty<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Vec<T>>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -162,6 +172,17 @@ mod tests {
         let listed: Vec<Job> = page.items.into_iter().map(Job::from_item).collect();
         assert!(expected.metadata.managed_fields.take().is_some());
         assert_eq!(listed, vec![expected]);
+    }
+
+    #[test]
+    fn an_empty_list_may_come_as_null_or_without_items() {
+        for body in [
+            serde_json::json!({"metadata": {}, "items": null}),
+            serde_json::json!({"metadata": {}}),
+        ] {
+            let page: Page<Item<JobSpec, JobStatus>> = serde_json::from_value(body).unwrap();
+            assert!(page.items.is_empty());
+        }
     }
 
     #[test]

@@ -149,6 +149,7 @@ pub async fn run<R: Reconciler>(
             source,
         }
     })?;
+    memory::keep_large_buffers_apart();
     let mut drift = drift::watch(client, namespace);
     let mut shutdown = pin!(shutdown_signal()?);
     let mut schedule = Schedule::new(settings);

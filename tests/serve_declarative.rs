@@ -11,7 +11,7 @@ mod upstream;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::CronJob;
 use kube::api::Api;
-use support::NAMESPACE;
+use support::{NAMESPACE, sorted_strings};
 use toolforge_local_cluster::{ContainerOutcome, Script};
 use upstream::{Reply, Served};
 
@@ -117,14 +117,7 @@ async fn a_file_is_validated_planned_and_applied_as_the_plan_the_caller_saw() {
     let applied = apply(&served, FILE, &plan).await;
     let last = applied.last().unwrap();
     assert_eq!(last["event"], "done", "{applied:?}");
-    let mut changed: Vec<&str> = last["changed"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|job| job.as_str().unwrap())
-        .collect();
-    changed.sort_unstable();
-    assert_eq!(changed, ["report", "web"]);
+    assert_eq!(sorted_strings(&last["changed"]), ["report", "web"]);
     assert_eq!(applied[0]["event"], "plan");
     assert!(applied.iter().any(|line| line["event"] == "progress"));
     assert!(deployments.get_opt("web").await.unwrap().is_some());

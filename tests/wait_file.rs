@@ -203,14 +203,11 @@ async fn status_shows_the_last_apply_and_run_outcomes_as_list_does() {
         serde_json::from_str(&cluster.run(&["status", "-o", "json"]).await.stdout).unwrap();
     let last_apply = &report["inventory"]["last_apply"];
     assert_eq!(last_apply["result"]["state"], "complete", "{report}");
-    let mut changed: Vec<&str> = last_apply["changed"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|job| job.as_str().unwrap())
-        .collect();
-    changed.sort_unstable();
-    assert_eq!(changed, ["bot", "migrate"], "{report}");
+    assert_eq!(
+        support::sorted_strings(&last_apply["changed"]),
+        ["bot", "migrate"],
+        "{report}"
+    );
     assert_eq!(
         report["inventory"]["runs"][0]["outcome"], "succeeded",
         "{report}"

@@ -179,8 +179,7 @@ impl Planned {
 }
 
 impl Planned {
-    /// Whether the cluster is not yet what the file says: a change, or an unchanged job whose inventory record is
-    /// missing (the inventory was deleted by hand; the objects still carry our labels).
+    /// Whether the cluster is not yet what the file says ([`differs`]).
     pub fn differs(&self) -> bool {
         differs(&self.plan, &self.snapshot)
     }

@@ -121,30 +121,23 @@ pub fn objects(job: &Job, context: &RenderContext) -> Result<Rendered, RenderErr
         ]),
     );
     let template_labels = || (metadata.labels.clone(), metadata.reduced_selector.clone());
-    let workload = match canonical.kind {
-        Kind::OneOff => Workload::Job(workloads::job(
+    // A one-off's and a scheduled job's pods run once: never restarted by the kubelet.
+    let run_once = || {
+        pod::template(
             &canonical,
             context,
-            &metadata,
-            pod::template(
-                &canonical,
-                context,
-                "Never",
-                template_labels(),
-                BTreeMap::new(),
-            )?,
-        )),
+            "Never",
+            template_labels(),
+            BTreeMap::new(),
+        )
+    };
+    let workload = match canonical.kind {
+        Kind::OneOff => Workload::Job(workloads::job(&canonical, context, &metadata, run_once()?)),
         Kind::Scheduled => Workload::CronJob(workloads::cron_job(
             &canonical,
             context,
             &metadata,
-            pod::template(
-                &canonical,
-                context,
-                "Never",
-                template_labels(),
-                BTreeMap::new(),
-            )?,
+            run_once()?,
         )),
         Kind::Continuous | Kind::Webservice => {
             // Only the triggers, not the whole fingerprint: scaling must not restart the pods, a new trigger must.

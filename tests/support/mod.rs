@@ -280,6 +280,18 @@ impl KillLoop {
     }
 }
 
+/// The strings of a JSON array, sorted (job names in a report, whose order is not part of it).
+pub fn sorted_strings(array: &serde_json::Value) -> Vec<&str> {
+    let mut strings: Vec<&str> = array
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|string| string.as_str().expect("a string"))
+        .collect();
+    strings.sort_unstable();
+    strings
+}
+
 /// The merge patch that makes one of our objects look made by upstream's jobs-api (or `run`): none of our
 /// annotations, none of the inventory's labels.
 pub fn as_upstream_made() -> kube::api::Patch<serde_json::Value> {

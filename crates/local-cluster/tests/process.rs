@@ -47,6 +47,11 @@ fn shell(script: &str) -> Value {
     json!(["/bin/sh", "-c", "--", script])
 }
 
+/// A container whose process ignores SIGTERM (only the grace period's SIGKILL ends it); it prints `started`.
+fn ignoring_sigterm() -> Value {
+    json!({"name": "main", "image": "busybox", "command": shell("trap '' TERM; echo started; exec sleep 60")})
+}
+
 fn job(name: &str, backoff_limit: i32, script: &str) -> Job {
     serde_json::from_value(json!({
         "apiVersion": "batch/v1", "kind": "Job",
@@ -251,7 +256,10 @@ async fn a_restarting_container_crash_loops_with_its_real_exit_code() {
     assert_eq!(log, "run\n");
 }
 
-async fn running_with_log(pods: &Api<Pod>, name: &str, log: &str) {
+/// Creates `pod` and waits until its process runs and printed `log`.
+async fn create_running(pods: &Api<Pod>, pod: &Pod, log: &str) {
+    pods.create(&PostParams::default(), pod).await.expect("pod");
+    let name = pod.metadata.name.as_deref().expect("a named pod");
     eventually("the process runs and printed", || async {
         let text = pods.logs(name, &LogParams::default()).await.ok()?;
         (text == log).then_some(())
@@ -265,11 +273,8 @@ async fn deleting_a_running_pod_terminates_its_process_within_the_grace_period()
     let pods: Api<Pod> = Api::namespaced(client, "default");
     let container = json!({"name": "main", "image": "busybox", "command": shell("echo started; exec sleep 60")});
     let grace = json!({"terminationGracePeriodSeconds": 5});
-    pods.create(&PostParams::default(), &pod("sleeper", &container, &grace))
-        .await
-        .expect("pod");
     // The output is served while the process still runs.
-    running_with_log(&pods, "sleeper", "started\n").await;
+    create_running(&pods, &pod("sleeper", &container, &grace), "started\n").await;
     let begun = Instant::now();
     pods.delete("sleeper", &DeleteParams::default())
         .await
@@ -284,13 +289,9 @@ async fn deleting_a_running_pod_terminates_its_process_within_the_grace_period()
     );
 
     // A process that ignores SIGTERM is killed once the grace period is over.
-    let stubborn = json!({"name": "main", "image": "busybox",
-        "command": shell("trap '' TERM; echo started; exec sleep 60")});
+    let stubborn = ignoring_sigterm();
     let grace = json!({"terminationGracePeriodSeconds": 1});
-    pods.create(&PostParams::default(), &pod("stubborn", &stubborn, &grace))
-        .await
-        .expect("pod");
-    running_with_log(&pods, "stubborn", "started\n").await;
+    create_running(&pods, &pod("stubborn", &stubborn, &grace), "started\n").await;
     let begun = Instant::now();
     pods.delete("stubborn", &DeleteParams::default())
         .await
@@ -326,13 +327,9 @@ async fn with_a_fast_clock_a_30_second_grace_period_ends_in_a_fraction_of_a_seco
     .await
     .expect("cluster starts");
     let pods: Api<Pod> = Api::namespaced(cluster.client().expect("client"), "default");
-    let stubborn = json!({"name": "main", "image": "busybox",
-        "command": shell("trap '' TERM; echo started; exec sleep 60")});
+    let stubborn = ignoring_sigterm();
     let grace = json!({"terminationGracePeriodSeconds": 30});
-    pods.create(&PostParams::default(), &pod("stubborn", &stubborn, &grace))
-        .await
-        .expect("pod");
-    running_with_log(&pods, "stubborn", "started\n").await;
+    create_running(&pods, &pod("stubborn", &stubborn, &grace), "started\n").await;
     let begun = Instant::now();
     pods.delete("stubborn", &DeleteParams::default())
         .await
@@ -354,13 +351,7 @@ async fn what_the_process_started_is_stopped_with_it() {
     // A background child that would leave a mark if it outlived the pod, and a foreground one sh waits for.
     let script = "(sleep 1; touch \"$HOME/survived\") & echo started; sleep 60";
     let container = json!({"name": "main", "image": "busybox", "command": shell(script)});
-    pods.create(
-        &PostParams::default(),
-        &pod("group", &container, &json!({})),
-    )
-    .await
-    .expect("pod");
-    running_with_log(&pods, "group", "started\n").await;
+    create_running(&pods, &pod("group", &container, &json!({})), "started\n").await;
     pods.delete("group", &DeleteParams::default())
         .await
         .expect("delete");
@@ -397,13 +388,7 @@ async fn follow_streams_lines_as_the_process_prints_them_and_ends_when_it_exits(
     let pods: Api<Pod> = Api::namespaced(client, "default");
     let container = json!({"name": "main", "image": "busybox",
         "command": shell("echo one; sleep 1; echo two")});
-    pods.create(
-        &PostParams::default(),
-        &pod("talker", &container, &json!({})),
-    )
-    .await
-    .expect("pod");
-    running_with_log(&pods, "talker", "one\n").await;
+    create_running(&pods, &pod("talker", &container, &json!({})), "one\n").await;
     let follow = LogParams {
         follow: true,
         ..LogParams::default()
@@ -666,10 +651,7 @@ async fn a_deleted_pod_gets_sigterm_first_and_a_second_delete_shortens_its_grace
         "trap 'echo term > got-term; exit 0' TERM; echo started; while :; do sleep 0.1; done")});
     let mut kept = pod("trapper", &trapping, &json!({}));
     kept.metadata.finalizers = Some(vec!["example.org/keep".to_owned()]);
-    pods.create(&PostParams::default(), &kept)
-        .await
-        .expect("pod");
-    running_with_log(&pods, "trapper", "started\n").await;
+    create_running(&pods, &kept, "started\n").await;
     let begun = Instant::now();
     pods.delete("trapper", &DeleteParams::default())
         .await
@@ -697,15 +679,8 @@ async fn a_deleted_pod_gets_sigterm_first_and_a_second_delete_shortens_its_grace
     assert_eq!(killing, ["Killing Stopping container main"]);
 
     // A process ignoring SIGTERM, deleted with the default 30 s, then again with 1 s: killed a second later.
-    let stubborn = json!({"name": "main", "image": "busybox",
-        "command": shell("trap '' TERM; echo started; exec sleep 60")});
-    pods.create(
-        &PostParams::default(),
-        &pod("stubborn", &stubborn, &json!({})),
-    )
-    .await
-    .expect("pod");
-    running_with_log(&pods, "stubborn", "started\n").await;
+    let stubborn = ignoring_sigterm();
+    create_running(&pods, &pod("stubborn", &stubborn, &json!({})), "started\n").await;
     pods.delete("stubborn", &DeleteParams::default())
         .await
         .expect("delete");

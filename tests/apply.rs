@@ -871,6 +871,54 @@ async fn an_apply_that_wrote_between_the_read_and_the_lock_makes_the_plan_read_a
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_written_since_the_read_is_no_conflict_of_the_plan() {
+    let (cluster, mut apply) = apply_held_at_the_lock().await;
+    // Held at the lock, the apply has planned an update of `nightly`; the CronJob controller writes its status,
+    // which moves the resourceVersion as in Kubernetes (a Deployment rolling out does so several times).
+    let cron_jobs: Api<k8s_openapi::api::batch::v1::CronJob> =
+        Api::namespaced(cluster.client.clone(), NAMESPACE);
+    cron_jobs
+        .patch_status(
+            "nightly",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"lastScheduleTime": "2026-12-07T03:00:00Z"}})),
+        )
+        .await
+        .unwrap();
+    cluster.local.reset_request_counts();
+    cluster.local.release_held();
+
+    assert_eq!(apply.exit_code().await, 0, "{}", apply.log());
+    assert!(
+        !apply.log().contains("planning again"),
+        "the plan stands: {}",
+        apply.log()
+    );
+    assert!(
+        apply.log().contains("applied: 1 of 3 jobs changed"),
+        "{}",
+        apply.log()
+    );
+    let nightly = cron_jobs.get("nightly").await.unwrap();
+    assert!(
+        serde_json::to_string(&nightly.spec)
+            .unwrap()
+            .contains("--verbose"),
+        "{nightly:?}"
+    );
+    assert!(nightly.status.unwrap().last_schedule_time.is_some());
+    // The conflict, then the update sent again after a read of the CronJob alone; nothing listed again.
+    for (verb, expected) in [("update", 2), ("list", 0)] {
+        assert_eq!(
+            cluster.local.request_count(verb, "cronjobs"),
+            expected,
+            "{verb}: {}",
+            reads(&cluster)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_that_conflicts_makes_the_plan_read_again_once() {
     let (cluster, mut apply) = apply_held_at_the_lock().await;
     // Held at the lock, the apply has planned an update of `nightly` from the CronJob it listed; somebody edits

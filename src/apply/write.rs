@@ -5,11 +5,15 @@ use kube::api::{
     Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions,
     PropagationPolicy,
 };
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::wait::{await_condition, conditions};
+use serde::Deserialize as _;
 use serde_json::{Value, json};
 
 use super::{ActionOutcome, Event, EventKind, Executor, run_now};
-use crate::cluster::{FIELD_MANAGER, api_resource, is_forbidden, retry};
+use crate::cluster::{FIELD_MANAGER, api_resource, is_conflict, is_forbidden, retry};
 use crate::model::labels::DESIRED_HASH;
 use crate::plan::{Delete, ObjectKind, PlannedAction, Propagation, Write, WriteVerb};
 
@@ -234,8 +238,12 @@ async fn put(executor: &Executor, write: &Write) -> Result<DynamicObject, WriteE
         name: object.name.clone(),
         source,
     };
+    let planned_against = match write.verb {
+        WriteVerb::Update => executor.live.manifest(object.kind, &object.name),
+        _ => None,
+    };
     let manifest = match write.verb {
-        WriteVerb::Update => guarded(executor, write),
+        WriteVerb::Update => guarded(write, planned_against.as_ref()),
         WriteVerb::Create => suspended_if_one_off(write),
         WriteVerb::Label | WriteVerb::Resume | WriteVerb::Patch => write.manifest.clone(),
     };
@@ -261,11 +269,9 @@ async fn put(executor: &Executor, write: &Write) -> Result<DynamicObject, WriteE
             }
             Err(source) => Err(api_error("create", source)),
         },
-        WriteVerb::Update => {
-            retry::transient("update", || api.replace(&object.name, &params, &typed))
-                .await
-                .map_err(|source| api_error("update", source))
-        }
+        WriteVerb::Update => update(&api, &object.name, planned_against.as_ref(), typed)
+            .await
+            .map_err(|source| api_error("update", source)),
         WriteVerb::Label => {
             let patch = Patch::Merge(json!({"metadata": {
                 "labels": manifest["metadata"]["labels"],
@@ -334,14 +340,87 @@ fn is_this_write(existing: &DynamicObject, written: &DynamicObject) -> bool {
         && hash(existing) == hash(written)
 }
 
+/// How many times an update is sent while only the cluster's controllers change the object in between (a
+/// Deployment rolling out writes its status a few times a second).
+const UPDATE_ATTEMPTS: u32 = 6;
+
+/// Replaces the object planned against. A conflict where the object changed only as the cluster's controllers
+/// change it (its status, the Deployment controller's revision annotation) is no change the plan did not see:
+/// the update is sent again against the new resourceVersion. Any other change is returned as the conflict, for
+/// the caller to read the live state and plan again.
+async fn update(
+    api: &Api<DynamicObject>,
+    name: &str,
+    planned_against: Option<&Value>,
+    mut object: DynamicObject,
+) -> Result<DynamicObject, kube::Error> {
+    let params = params();
+    let mut attempt = 1;
+    loop {
+        let conflict =
+            match retry::transient("update", || api.replace(name, &params, &object)).await {
+                Err(error) if is_conflict(&error) && attempt < UPDATE_ATTEMPTS => error,
+                result => return result,
+            };
+        let Some(planned_against) = planned_against else {
+            return Err(conflict);
+        };
+        match retry::transient("get", || api.get_opt(name)).await? {
+            Some(current) if changed_only_by_controllers(planned_against, &current) => {
+                tracing::debug!(
+                    name,
+                    attempt,
+                    "only the status changed since the read; updating again"
+                );
+                object.metadata.resource_version = current.metadata.resource_version;
+                attempt += 1;
+            }
+            _ => return Err(conflict),
+        }
+    }
+}
+
+/// Whether `current` differs from `planned_against` only where Kubernetes' controllers write: the status, the
+/// resourceVersion, the `deployment.kubernetes.io/` annotations. The UID, the deletion, the labels, every other
+/// annotation and the generation are as planned; the generation stands for the spec, as the API server moves it
+/// on every spec change. Without a generation (a Service) nothing tells that the spec is unchanged.
+fn changed_only_by_controllers(planned_against: &Value, current: &DynamicObject) -> bool {
+    /// The Deployment controller writes its revision there; the other annotations are the object's owners'.
+    const CONTROLLER_ANNOTATIONS: &str = "deployment.kubernetes.io/";
+    /// What the object's owners write in its metadata.
+    type Owned<'a> = (
+        Option<&'a String>,
+        bool,
+        Option<i64>,
+        Option<&'a BTreeMap<String, String>>,
+        BTreeMap<&'a String, &'a String>,
+    );
+    fn owned(metadata: &ObjectMeta) -> Owned<'_> {
+        let annotations = metadata
+            .annotations
+            .iter()
+            .flatten()
+            .filter(|(key, _)| !key.starts_with(CONTROLLER_ANNOTATIONS))
+            .collect();
+        (
+            metadata.uid.as_ref(),
+            metadata.deletion_timestamp.is_some(),
+            metadata.generation,
+            metadata.labels.as_ref(),
+            annotations,
+        )
+    }
+    let Ok(planned_against) = ObjectMeta::deserialize(&planned_against["metadata"]) else {
+        return false;
+    };
+    planned_against.generation.is_some() && owned(&planned_against) == owned(&current.metadata)
+}
+
 /// The manifest of an update, guarded by the UID and resourceVersion we planned against (a concurrent change
 /// fails with a conflict instead of being overwritten). A Service keeps the cluster IPs the server assigned.
-fn guarded(executor: &Executor, write: &Write) -> Value {
+fn guarded(write: &Write, planned_against: Option<&Value>) -> Value {
     let mut manifest = write.manifest.clone();
-    let Some(live) = executor
-        .live
-        .manifest(write.object.kind, &write.object.name)
-    else {
+    let Some(live) = planned_against else {
         return manifest;
     };
     for field in ["uid", "resourceVersion"] {
@@ -364,5 +443,63 @@ fn verb_done(verb: WriteVerb) -> &'static str {
         WriteVerb::Label => "labelled",
         WriteVerb::Resume => "resumed",
         WriteVerb::Patch => "patched",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deployment(metadata: Value) -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata, "spec": {}})
+    }
+
+    fn changed_only_by_controllers_to(planned_against: &Value, current: Value) -> bool {
+        let current: DynamicObject = serde_json::from_value(deployment(current)).unwrap();
+        changed_only_by_controllers(&deployment(planned_against.clone()), &current)
+    }
+
+    #[test]
+    fn a_status_or_a_revision_is_the_controllers_and_anything_else_the_owners() {
+        let planned_against = json!({
+            "name": "bot", "uid": "u1", "resourceVersion": "10", "generation": 2,
+            "labels": {"app.kubernetes.io/managed-by": "toolforge-jobs-framework"},
+            "annotations": {"jobs.toolforge.org/desired-hash": "h1"},
+        });
+        // The metadata planned against with each field of `change` set (a map's keys added to it).
+        let with = |change: Value| {
+            let mut current = planned_against.clone();
+            for (field, value) in change.as_object().unwrap() {
+                match (&mut current[field], value) {
+                    (Value::Object(map), Value::Object(added)) => map.extend(added.clone()),
+                    (slot, value) => *slot = value.clone(),
+                }
+            }
+            current
+        };
+        let controllers = with(json!({
+            "resourceVersion": "11",
+            "annotations": {"deployment.kubernetes.io/revision": "2"},
+        }));
+        assert!(changed_only_by_controllers_to(
+            &planned_against,
+            controllers
+        ));
+        for owners in [
+            json!({"generation": 3}),
+            json!({"uid": "u2"}),
+            json!({"labels": {"edited": "by-hand"}}),
+            json!({"annotations": {"jobs.toolforge.org/desired-hash": "h2"}}),
+            json!({"deletionTimestamp": "2026-12-07T00:00:00Z"}),
+        ] {
+            assert!(
+                !changed_only_by_controllers_to(&planned_against, with(owners.clone())),
+                "{owners}"
+            );
+        }
+        // Without a generation nothing says the spec is unchanged.
+        let mut service = planned_against.clone();
+        service.as_object_mut().unwrap().remove("generation");
+        assert!(!changed_only_by_controllers_to(&service, service.clone()));
     }
 }

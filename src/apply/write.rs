@@ -450,13 +450,13 @@ fn verb_done(verb: WriteVerb) -> &'static str {
 mod tests {
     use super::*;
 
-    fn deployment(metadata: Value) -> Value {
+    fn deployment(metadata: &Value) -> Value {
         json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata, "spec": {}})
     }
 
-    fn changed_only_by_controllers_to(planned_against: &Value, current: Value) -> bool {
+    fn changed_only_by_controllers_to(planned_against: &Value, current: &Value) -> bool {
         let current: DynamicObject = serde_json::from_value(deployment(current)).unwrap();
-        changed_only_by_controllers(&deployment(planned_against.clone()), &current)
+        changed_only_by_controllers(&deployment(planned_against), &current)
     }
 
     #[test]
@@ -467,7 +467,7 @@ mod tests {
             "annotations": {"jobs.toolforge.org/desired-hash": "h1"},
         });
         // The metadata planned against with each field of `change` set (a map's keys added to it).
-        let with = |change: Value| {
+        let with = |change: &Value| {
             let mut current = planned_against.clone();
             for (field, value) in change.as_object().unwrap() {
                 match (&mut current[field], value) {
@@ -477,13 +477,13 @@ mod tests {
             }
             current
         };
-        let controllers = with(json!({
+        let controllers = with(&json!({
             "resourceVersion": "11",
             "annotations": {"deployment.kubernetes.io/revision": "2"},
         }));
         assert!(changed_only_by_controllers_to(
             &planned_against,
-            controllers
+            &controllers
         ));
         for owners in [
             json!({"generation": 3}),
@@ -493,13 +493,13 @@ mod tests {
             json!({"deletionTimestamp": "2026-12-07T00:00:00Z"}),
         ] {
             assert!(
-                !changed_only_by_controllers_to(&planned_against, with(owners.clone())),
+                !changed_only_by_controllers_to(&planned_against, &with(&owners)),
                 "{owners}"
             );
         }
         // Without a generation nothing says the spec is unchanged.
         let mut service = planned_against.clone();
         service.as_object_mut().unwrap().remove("generation");
-        assert!(!changed_only_by_controllers_to(&service, service.clone()));
+        assert!(!changed_only_by_controllers_to(&service, &service));
     }
 }

@@ -45,9 +45,10 @@ pub(crate) fn compose<'source>(
     options.block_scalar_eof_without_line_feed = true;
     options.emit_anchor_events = true;
     options.emit_unresolved_aliases = true;
-    // Comment positions tell where PyYAML tolerates tabs (see `check_tabs`). granit buffers
-    // comments while looking ahead; the input size already bounds that buffer.
-    options.emit_comments = true;
+    // Comment positions tell where PyYAML tolerates tabs (see `check_tabs`), so a source
+    // without tabs needs none (and parses faster without). granit buffers comments while
+    // looking ahead; the input size already bounds that buffer.
+    options.emit_comments = source.contains('\t');
     options.max_buffered_comment_events = usize::MAX;
     // granit counts nesting differently from collections (block indentation levels), so give
     // it slack; `max_depth` itself is enforced below, and granit's limit only guards its stack.

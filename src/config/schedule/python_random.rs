@@ -19,9 +19,12 @@ const LOWER_MASK: u32 = 0x7fff_ffff;
 #[derive(Clone)]
 pub(crate) struct PythonRandom {
     state: [u32; N],
-    /// Next word of `state` to hand out; `N` means the state must be twisted first.
+    /// The next word of `state` to twist and hand out (`N` wraps round to 0).
     index: usize,
 }
+
+/// `init_genrand(19650218)`, where every `init_by_array` starts.
+const INIT_BY_ARRAY_START: [u32; N] = init_genrand(19_650_218);
 
 impl PythonRandom {
     /// Seeds like `random.Random(seed)` for a `str` seed (seed version 2, Python's default since 3.2): the UTF-8
@@ -36,7 +39,7 @@ impl PythonRandom {
     fn from_key(key: &[u32]) -> Self {
         // Python never passes an empty key (zero becomes one zero word); mapping it the same way keeps this total.
         let key = if key.is_empty() { &[0][..] } else { key };
-        let mut state = init_genrand(19_650_218);
+        let mut state = INIT_BY_ARRAY_START;
         let mut i = 1;
         let mut j = 0;
         for _ in 0..N.max(key.len()) {
@@ -74,30 +77,28 @@ impl PythonRandom {
         }
         // Guarantees a non-zero initial state whatever the key.
         state[0] = 0x8000_0000;
-        Self { state, index: N }
+        Self { state, index: 0 }
     }
 
     /// Python's `genrand_uint32`: the next 32 random bits.
+    ///
+    /// Python twists all `N` words when it runs out; twisting one word at a time, in the same order, gives the
+    /// same words (word `k` reads words `k + 1` and `k + M` exactly as the whole pass does when it reaches `k`)
+    /// and spares a seeded generator that draws a few words the other 600.
     fn next_u32(&mut self) -> u32 {
         if self.index >= N {
-            self.twist();
+            self.index = 0;
         }
-        let mut y = self.state[self.index];
+        let k = self.index;
+        let y = (self.state[k] & UPPER_MASK) | (self.state[(k + 1) % N] & LOWER_MASK);
+        let magic = if y & 1 == 0 { 0 } else { MATRIX_A };
+        self.state[k] = self.state[(k + M) % N] ^ (y >> 1) ^ magic;
         self.index += 1;
+        let mut y = self.state[k];
         y ^= y >> 11;
         y ^= (y << 7) & 0x9d2c_5680;
         y ^= (y << 15) & 0xefc6_0000;
         y ^ (y >> 18)
-    }
-
-    /// Regenerates all `N` words of the state at once.
-    fn twist(&mut self) {
-        for k in 0..N {
-            let y = (self.state[k] & UPPER_MASK) | (self.state[(k + 1) % N] & LOWER_MASK);
-            let magic = if y & 1 == 0 { 0 } else { MATRIX_A };
-            self.state[k] = self.state[(k + M) % N] ^ (y >> 1) ^ magic;
-        }
-        self.index = 0;
     }
 
     /// `getrandbits(k)` for `k <= 64`; larger requests are capped at 64 bits.
@@ -142,16 +143,18 @@ impl PythonRandom {
 }
 
 /// Python's `init_genrand`.
-fn init_genrand(seed: u32) -> [u32; N] {
+const fn init_genrand(seed: u32) -> [u32; N] {
     let mut state = [0; N];
     state[0] = seed;
-    for i in 1..N {
+    let mut i = 1;
+    while i < N {
         let previous = state[i - 1];
         #[expect(clippy::cast_possible_truncation, reason = "`i` is below N = 624")]
         let i_word = i as u32;
         state[i] = 1_812_433_253_u32
             .wrapping_mul(previous ^ (previous >> 30))
             .wrapping_add(i_word);
+        i += 1;
     }
     state
 }
@@ -316,8 +319,8 @@ mod tests {
         assert_eq!(random.randint(7, 7), 7);
     }
 
-    /// Compares seeding, `getrandbits` for every width from 1 to 64 and `randint` over several ranges with Python
-    /// for 50 varied seeds.
+    /// Compares seeding, `getrandbits` for every width from 1 to 64, `randint` over several ranges and 1 300 more
+    /// words (the state twisted twice more) with Python for 50 varied seeds.
     #[test]
     fn draws_the_same_numbers_as_cpython() {
         const SCRIPT: &str = r#"
@@ -329,6 +332,7 @@ for line in sys.stdin:
     out += [r.randint(0, 59) for _ in range(20)]
     out += [r.randint(1, 31), r.randint(0, 6), r.randint(1, 12), r.randint(0, 23)]
     out += [r.randint(0, 2**32 - 1), r.randint(10, 10), r.randint(3, 2**31)]
+    out += [r.getrandbits(32) for _ in range(1300)]
     print(" ".join(map(str, out)))
 "#;
         let mut seeds: Vec<String> = sample_names(50)
@@ -357,6 +361,8 @@ for line in sys.stdin:
             ] {
                 out.push(u64::from(random.randint(low, high)));
             }
+            // Past two full generations of the 624-word state.
+            out.extend((0..1300).map(|_| random.getrandbits(32)));
             let actual = out.iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
             assert_eq!(actual, expected, "seed {seed:?}");
         }

@@ -52,7 +52,7 @@ impl Desired<'_> {
             .as_deref()
             .is_some_and(|fingerprint| fingerprint != self.rendered.fingerprint);
         let service_missing =
-            self.rendered.service.is_some() && !self.objects.contains_key(&ObjectKind::Service);
+            self.rendered.service.is_some() && !self.objects.contains_key(ObjectKind::Service);
 
         let mut runs_now = false;
         let (action, reason) = if live_hash == self.rendered.desired_hash {

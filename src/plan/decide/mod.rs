@@ -5,7 +5,7 @@ mod one_off;
 mod prune;
 
 use std::borrow::Borrow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::convert::Infallible;
 
 use crate::config::Job;
@@ -15,7 +15,7 @@ use crate::model::{Kind, labels};
 use crate::plan::LiveState;
 use crate::plan::guards;
 use crate::plan::immutable;
-use crate::plan::live::{self, Live, Owner};
+use crate::plan::live::{self, Live, Objects, Owner};
 use crate::plan::record_object;
 use crate::plan::{
     Action, Delete, FieldChange, ObjectKind, ObjectRef, Plan, PlanOptions, PlannedAction,
@@ -73,7 +73,7 @@ fn plan_all<'a, R: Borrow<Rendered>, E>(
 ) -> Result<Plan, E> {
     let index = live::index(live, &context.membership);
     let records_served = live.records.is_some();
-    let none = BTreeMap::new();
+    let none = Objects::default();
     let mut in_file: BTreeSet<&str> = BTreeSet::new();
     let mut any_record = false;
     let mut actions = Vec::new();
@@ -224,7 +224,7 @@ struct Desired<'a> {
     job: &'a Job,
     rendered: &'a Rendered,
     /// Live objects of the job's name, by kind.
-    objects: &'a BTreeMap<ObjectKind, Live<'a>>,
+    objects: &'a Objects<'a>,
     record: Option<&'a JobRecord>,
     /// Whether the cluster keeps upstream's stored records (and we may read them).
     records_served: bool,
@@ -319,7 +319,7 @@ impl Desired<'_> {
         {
             return self.kind_changed(recorded);
         }
-        let same = self.objects.get(&kind);
+        let same = self.objects.get(kind);
         match (self.record, same) {
             (Some(record), _) => self.managed(record, same),
             (None, Some(live)) if live.member => {
@@ -422,11 +422,11 @@ impl Desired<'_> {
             WriteVerb::Create => None,
             WriteVerb::Update | WriteVerb::Label | WriteVerb::Resume | WriteVerb::Patch => self
                 .objects
-                .get(&kind)
+                .get(kind)
                 .and_then(|live| live.reference.uid.clone()),
         };
         action.writes.push(self.write(kind, verb, uid));
-        let service = self.objects.get(&ObjectKind::Service);
+        let service = self.objects.get(ObjectKind::Service);
         match (&self.rendered.service, service) {
             (Some(_), Some(live)) => {
                 action.writes.push(self.write(
@@ -478,7 +478,7 @@ impl Desired<'_> {
         });
         let mut why = None;
         for kind in [ObjectKind::ContinuousJob, ObjectKind::ScheduledJob] {
-            let live = self.objects.get(&kind);
+            let live = self.objects.get(kind);
             match (wanted, live) {
                 (Some((Some(wanted_kind), record)), live) if wanted_kind == kind => match live {
                     None => {
@@ -545,7 +545,7 @@ impl Desired<'_> {
         let reason = format!("kind changed: {} → {}", old.name(), self.kind().name());
         let old_live = self
             .objects
-            .get(&recorded)
+            .get(recorded)
             .filter(|live| live.owner == Owner::Framework);
         let mut action = match old_live {
             Some(live) => {
@@ -560,7 +560,7 @@ impl Desired<'_> {
         };
         action.records_run = self.is_one_off();
         // A live object of the new kind can only be ours here (anything else is a conflict): written over.
-        let verb = if self.objects.contains_key(&workload_kind(self.kind())) {
+        let verb = if self.objects.contains_key(workload_kind(self.kind())) {
             WriteVerb::Update
         } else {
             WriteVerb::Create

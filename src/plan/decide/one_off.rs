@@ -34,7 +34,7 @@ impl Desired<'_> {
                 outcome: RunOutcome::Failed | RunOutcome::Unknown,
             } => Some(Barrier::Failed),
             Action::Unchanged => {
-                let live = self.objects.get(&ObjectKind::Job)?;
+                let live = self.objects.get(ObjectKind::Job)?;
                 let last = match self.record {
                     Some(record) => self.last_run(record, Some(live)),
                     None => live.finished,

@@ -1,10 +1,8 @@
 //! Names that are not in the file: pruned when the inventory has them, otherwise listed or left out.
 
-use std::collections::BTreeMap;
-
 use crate::model::inventory::JobRecord;
 use crate::plan::decide::{delete, kind_of_object, row, workload_kind};
-use crate::plan::live::{Live, Owner};
+use crate::plan::live::{Live, Objects, Owner};
 use crate::plan::{Action, Delete, ObjectKind, PlanOptions, PlannedAction, Wait};
 use crate::render::{RenderContext, read_back_ref};
 
@@ -12,7 +10,7 @@ use crate::render::{RenderContext, read_back_ref};
 /// say nothing about foreign objects.
 pub(super) fn undesired(
     name: &str,
-    objects: &BTreeMap<ObjectKind, Live<'_>>,
+    objects: &Objects<'_>,
     record: Option<&JobRecord>,
     context: &RenderContext,
     options: &PlanOptions,
@@ -35,7 +33,7 @@ pub(super) fn undesired(
         // The job's stored record goes with its workload (upstream may have written it without our labels); with
         // a workload that is not ours it stays, whatever its labels say: upstream lists the job by it.
         let workload_goes = ours.iter().any(|live| live.reference.kind == workload);
-        let no_workload = !objects.contains_key(&workload);
+        let no_workload = !objects.contains_key(workload);
         let records = objects.iter().filter(|(kind, live)| {
             kind.is_record()
                 && live.owner == Owner::Framework
@@ -102,7 +100,7 @@ pub(super) fn undesired(
 /// so pruning deletes them like any other job of ours.
 fn unrecorded_members(
     name: &str,
-    objects: &BTreeMap<ObjectKind, Live<'_>>,
+    objects: &Objects<'_>,
     options: &PlanOptions,
 ) -> Option<PlannedAction> {
     let members: Vec<&Live<'_>> = objects

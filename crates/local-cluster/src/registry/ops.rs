@@ -132,9 +132,7 @@ pub(crate) fn insert_new(
         // The API server retries a clashing generated name up to 8 times (1.31+).
         let mut name = meta::generate_name(&generate);
         for _ in 0..8 {
-            if s.get(&ObjectKey::new(resource, meta::namespace(&object), &name))
-                .is_none()
-            {
+            if !s.contains(&ObjectKey::new(resource, meta::namespace(&object), &name)) {
                 break;
             }
             name = meta::generate_name(&generate);
@@ -152,7 +150,7 @@ pub(crate) fn insert_new(
     }
     admission::validate(s, resource, &object)?;
     if let Some(existing) = s.get(&ObjectKey::of(resource, &object)) {
-        let mut error = ApiError::already_exists(resource, &name, meta::is_deleting(existing));
+        let mut error = ApiError::already_exists(resource, &name, meta::is_deleting(&existing));
         if generated {
             error
                 .message
@@ -163,7 +161,7 @@ pub(crate) fn insert_new(
     }
     if let Some(custom) = resource.custom
         && s.get(&ObjectKey::new(resources::crds(), "", custom.definition))
-            .is_some_and(meta::is_deleting)
+            .is_some_and(|definition| meta::is_deleting(&definition))
     {
         let mut error = ApiError::method_not_allowed("create", resource);
         error.message = "create not allowed while custom resource definition is terminating".into();
@@ -186,7 +184,7 @@ fn check_namespace(
     let namespaces = namespaces();
     match s.get(&ObjectKey::new(namespaces, "", namespace)) {
         None => Err(ApiError::not_found(namespaces, namespace)),
-        Some(ns) if meta::is_deleting(ns) => {
+        Some(ns) if meta::is_deleting(&ns) => {
             let mut error = ApiError::forbidden_object(
                 resource,
                 name,
@@ -240,7 +238,7 @@ pub(crate) fn replace(
     }
     store.write(|s| {
         let key = ObjectKey::new(resource, namespace, name);
-        let Some(old) = s.get(&key).cloned() else {
+        let Some(old) = s.get(&key) else {
             if part == Part::Main && resource.creates_on_update() {
                 return create_on_update(s, resource, &key, new, options).map(|object| Written {
                     object,
@@ -340,7 +338,7 @@ pub(crate) fn patch(
     };
     store.write(|s| {
         let key = ObjectKey::new(resource, namespace, name);
-        let Some(old) = s.get(&key).cloned() else {
+        let Some(old) = s.get(&key) else {
             return match (patch_type, &parsed) {
                 (PatchType::Apply, Some(applied)) => {
                     server_side_apply::create(s, resource, namespace, name, applied, options)
@@ -526,7 +524,6 @@ pub(crate) fn list(
         let items: Vec<Value> = s
             .list(resource, namespace)
             .filter(|o| filter.matches(o))
-            .cloned()
             .collect();
         list_object(resource, s.resource_version(), items)
     })

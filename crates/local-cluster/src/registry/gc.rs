@@ -13,6 +13,7 @@
 //! what the changes since its last run concern (the changed objects, the dependents of removed ones, the owners
 //! they reference, their namespace), found through the store's owner index ([`crate::registry::owners`]).
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use serde_json::Value;
@@ -94,12 +95,12 @@ impl Targets {
 fn plan(s: &Inner, targets: &Targets) -> Vec<Action> {
     let mut actions = Vec::new();
     for key in &targets.dependents {
-        if let Some(object) = s.get(key) {
+        if let Some(object) = s.peek(key) {
             plan_dependent(s, key, &object, &mut actions);
         }
     }
     for key in &targets.owners {
-        if let Some(object) = s.get(key).filter(meta::is_deleting) {
+        if let Some(object) = s.peek(key).filter(|o| meta::is_deleting(o)) {
             plan_owner(s, key, &object, &mut actions);
         }
     }
@@ -109,7 +110,7 @@ fn plan(s: &Inner, targets: &Targets) -> Vec<Action> {
         if !namespace_emptying(s, &namespace) || targets.owners.contains(&namespace) {
             continue;
         }
-        if s.get(key).is_some_and(|o| !meta::is_deleting(&o)) {
+        if s.peek(key).is_some_and(|o| !meta::is_deleting(&o)) {
             actions.push(Action::Delete(key.clone(), Propagation::Background));
         } else if s.owners.namespace_size(&key.namespace) == 0 && emptied.insert(namespace.clone())
         {
@@ -130,7 +131,7 @@ fn namespace_key(name: &str) -> ObjectKey {
 
 /// Whether the namespace at `key` is being deleted and only waits for its contents to go.
 fn namespace_emptying(s: &Inner, key: &ObjectKey) -> bool {
-    s.get(key)
+    s.peek(key)
         .is_some_and(|n| meta::is_deleting(&n) && meta::finalizers(&n).is_empty())
 }
 
@@ -172,11 +173,11 @@ fn dependents_of<'a>(
     s: &'a Inner,
     owner_key: &'a ObjectKey,
     uid: &'a str,
-) -> impl Iterator<Item = (&'a ObjectKey, Value)> + 'a {
+) -> impl Iterator<Item = (&'a ObjectKey, Cow<'a, Value>)> + 'a {
     s.owners
         .dependents(uid)
         .filter(|k| owner_key.namespace.is_empty() || k.namespace == owner_key.namespace)
-        .filter_map(|k| s.get(k).map(|o| (k, o)))
+        .filter_map(|k| s.peek(k).map(|o| (k, o)))
 }
 
 fn plan_owner(s: &Inner, key: &ObjectKey, object: &Value, actions: &mut Vec<Action>) {

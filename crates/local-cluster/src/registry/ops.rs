@@ -149,7 +149,7 @@ pub(crate) fn insert_new(
         check_namespace(s, resource, meta::namespace(&object), &name)?;
     }
     admission::validate(s, resource, &object)?;
-    if let Some(existing) = s.get(&ObjectKey::of(resource, &object)) {
+    if let Some(existing) = s.peek(&ObjectKey::of(resource, &object)) {
         let mut error = ApiError::already_exists(resource, &name, meta::is_deleting(&existing));
         if generated {
             error
@@ -160,7 +160,7 @@ pub(crate) fn insert_new(
         return Err(error);
     }
     if let Some(custom) = resource.custom
-        && s.get(&ObjectKey::new(resources::crds(), "", custom.definition))
+        && s.peek(&ObjectKey::new(resources::crds(), "", custom.definition))
             .is_some_and(|definition| meta::is_deleting(&definition))
     {
         let mut error = ApiError::method_not_allowed("create", resource);
@@ -182,7 +182,7 @@ fn check_namespace(
     name: &str,
 ) -> Result<(), ApiError> {
     let namespaces = namespaces();
-    match s.get(&ObjectKey::new(namespaces, "", namespace)) {
+    match s.peek(&ObjectKey::new(namespaces, "", namespace)) {
         None => Err(ApiError::not_found(namespaces, namespace)),
         Some(ns) if meta::is_deleting(&ns) => {
             let mut error = ApiError::forbidden_object(

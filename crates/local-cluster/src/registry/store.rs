@@ -5,6 +5,7 @@
 //! The store knows nothing about HTTP or validation: [`crate::registry::ops`] decides what to write, the store
 //! records it. Writes that change nothing do not bump the resourceVersion and produce no change event.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
@@ -124,6 +125,14 @@ impl ObjectKey {
     pub(crate) fn is_of(&self, resource: &ResourceType) -> bool {
         self.plural == resource.plural && self.group == resource.storage_group()
     }
+
+    /// Whether `object`, of type `resource`, is the object at this key (what [`ObjectKey::of`] would say,
+    /// without building a key).
+    fn identifies(&self, resource: &ResourceType, object: &Value) -> bool {
+        self.is_of(resource)
+            && self.name == meta::name(object)
+            && (!resource.namespaced || self.namespace == meta::namespace(object))
+    }
 }
 
 /// The state under the lock.
@@ -201,7 +210,34 @@ impl Inner {
 
     /// The object at `key`, as a copy the caller owns.
     pub(crate) fn get(&self, key: &ObjectKey) -> Option<Value> {
-        self.objects.get(key).map(Stored::value)
+        self.peek(key).map(Cow::into_owned)
+    }
+
+    /// The object at `key`, borrowed when this write already holds it as a tree (the garbage collector looks at
+    /// every object a write changed), parsed otherwise.
+    pub(crate) fn peek(&self, key: &ObjectKey) -> Option<Cow<'_, Value>> {
+        let stored = self.objects.get(key)?;
+        Some(
+            self.written(key)
+                .map_or_else(|| Cow::Owned(stored.value()), Cow::Borrowed),
+        )
+    }
+
+    /// The current state of the object at `key` if this write changed it: its changes still carry trees.
+    fn written(&self, key: &ObjectKey) -> Option<&Value> {
+        self.pending
+            .iter()
+            .rev()
+            .find(|change| key.identifies(change.resource, &change.object))
+            .filter(|change| change.event != EventType::Deleted)
+            .map(|change| &*change.object)
+    }
+
+    /// The object at `key`, stored as `stored`, as a tree: copied if this write holds it as one (cheaper than
+    /// parsing the text), parsed otherwise.
+    fn tree(&self, key: &ObjectKey, stored: &Stored) -> Value {
+        self.written(key)
+            .map_or_else(|| stored.value(), Value::clone)
     }
 
     /// Whether an object is stored at `key` (without reading it).
@@ -268,7 +304,7 @@ impl Inner {
         let Some(old_stored) = self.objects.get(&key).cloned() else {
             return self.create(resource, object);
         };
-        let old = old_stored.value();
+        let old = self.tree(&key, &old_stored);
         if let Some(rv) = meta::resource_version(&old) {
             meta::set_at(
                 &mut object,
@@ -319,7 +355,7 @@ impl Inner {
             self.logs.remove_pod(&key.namespace, &key.name);
         }
         let rv = self.next_version();
-        let old = stored.value();
+        let old = self.tree(key, &stored);
         let mut object = last.unwrap_or_else(|| old.clone());
         meta::set_at(
             &mut object,
@@ -653,6 +689,28 @@ mod tests {
             types,
             [EventType::Added, EventType::Added, EventType::Modified]
         );
+    }
+
+    #[test]
+    fn a_write_reads_back_what_it_changed_and_later_writes_read_the_stored_text() {
+        let store = Store::new(100, crate::clock::Clock::default());
+        let key = ObjectKey::new(configmaps(), "default", "a");
+        store
+            .write(|s| {
+                s.create(configmaps(), cm("a", "1"));
+                assert_eq!(s.get(&key).expect("created")["data"]["k"], "1");
+                s.update(configmaps(), cm("a", "2"));
+                assert_eq!(s.get(&key).expect("updated")["data"]["k"], "2");
+                s.remove(configmaps(), &key);
+                assert_eq!(s.get(&key), None);
+                s.create(configmaps(), cm("a", "3"));
+                assert_eq!(s.get(&key).expect("created again")["data"]["k"], "3");
+                Ok(())
+            })
+            .expect("writes");
+        let stored = store.get(configmaps(), "default", "a").expect("stored");
+        assert_eq!(stored["data"]["k"], "3");
+        assert_eq!(stored["metadata"]["resourceVersion"], "5");
     }
 
     #[test]

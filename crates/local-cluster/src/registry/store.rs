@@ -251,6 +251,15 @@ impl Inner {
         resource: &'static ResourceType,
         namespace: Option<&'a str>,
     ) -> impl Iterator<Item = Value> + 'a {
+        self.list_stored(resource, namespace).map(Stored::value)
+    }
+
+    /// [`Inner::list`] in the stored form.
+    pub(crate) fn list_stored<'a>(
+        &'a self,
+        resource: &'static ResourceType,
+        namespace: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a Stored> + 'a {
         let start = ObjectKey {
             group: resource.storage_group(),
             plural: resource.plural,
@@ -262,7 +271,7 @@ impl Inner {
             .take_while(move |(k, _)| {
                 k.is_of(resource) && namespace.is_none_or(|ns| k.namespace == ns)
             })
-            .map(|(_, v)| v.value())
+            .map(|(_, v)| v)
     }
 
     /// Every object (any type), for the garbage collector and the state file.

@@ -50,6 +50,53 @@ impl Stored {
             Form::Tree(tree) => Arc::from(tree.to_string()),
         }
     }
+
+    /// The object as JSON text without its `apiVersion` and `kind`, as the items of a list carry it.
+    pub(crate) fn item_json(&self) -> String {
+        let text = self.json();
+        let kept: Vec<&str> = members(&text)
+            .into_iter()
+            .filter(|member| {
+                !member.starts_with("\"apiVersion\":") && !member.starts_with("\"kind\":")
+            })
+            .collect();
+        format!("{{{}}}", kept.join(","))
+    }
+}
+
+/// The top-level members (`"key":value`) of a JSON object as `serde_json` writes it (no whitespace). Splitting
+/// only at ASCII bytes keeps every slice on a character boundary.
+fn members(text: &str) -> Vec<&str> {
+    let mut members = Vec::new();
+    let (mut depth, mut in_string, mut escaped) = (0_usize, false, false);
+    let mut start = 1;
+    for (at, byte) in text.bytes().enumerate() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 && at > start {
+                    members.extend(text.get(start..at));
+                }
+            }
+            b',' if depth == 1 => {
+                members.extend(text.get(start..at));
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    members
 }
 
 /// How deeply arrays and objects nest in `value` (0 for a scalar).
@@ -74,6 +121,20 @@ mod tests {
         let stored = Stored::new(&object);
         assert_eq!(stored.value(), object);
         assert_eq!(&*stored.json(), object.to_string());
+    }
+
+    #[test]
+    fn a_list_item_is_the_object_without_its_api_version_and_kind() {
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "binaryData": {},
+            "data": {"kind": "x", "q\"}": "\\\"],{", "é": "ü,}"}, "immutable": false,
+            "metadata": {"name": "a", "labels": {"apiVersion": "k"}}});
+        let mut item = object.clone();
+        if let Some(map) = item.as_object_mut() {
+            map.remove("apiVersion");
+            map.remove("kind");
+        }
+        assert_eq!(Stored::new(&object).item_json(), item.to_string());
+        assert_eq!(Stored::new(&json!({"kind": "Empty"})).item_json(), "{}");
     }
 
     #[test]

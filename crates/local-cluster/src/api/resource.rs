@@ -309,6 +309,18 @@ fn list(
             )));
         }
     }
+    if limit.is_none_or(|limit| limit == 0)
+        && representation == Representation::Object
+        && resource.view.is_none()
+        && !resource.is_custom()
+    {
+        // Sent as stored: no page to keep and no conversion, so the objects need not be parsed.
+        return Ok(respond_json(
+            StatusCode::OK,
+            ops::list_json(&state.store, resource, namespace, &filter),
+            &[],
+        ));
+    }
     let list = state
         .pages
         .first(ops::list(&state.store, resource, namespace, &filter), limit);
@@ -366,7 +378,11 @@ pub(super) fn ok(body: &Value, warnings: &[String]) -> Response {
 }
 
 fn respond(code: StatusCode, body: &Value, warnings: &[String]) -> Response {
-    let mut response = (code, body.to_string()).into_response();
+    respond_json(code, body.to_string(), warnings)
+}
+
+fn respond_json(code: StatusCode, body: String, warnings: &[String]) -> Response {
+    let mut response = (code, body).into_response();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,

@@ -180,9 +180,9 @@ impl Watch {
         };
         if self.representation == Representation::Object && self.resource.presents_stored() {
             // Many watches send the same object: serialise it once.
-            let object = change.json.get_or_init(|| change.object.to_string());
             return Some(Bytes::from(format!(
-                "{{\"type\":\"{kind}\",\"object\":{object}}}\n"
+                "{{\"type\":\"{kind}\",\"object\":{}}}\n",
+                change.json()
             )));
         }
         Some(line(kind, &self.render(&change.object)))
@@ -251,10 +251,8 @@ async fn run(
             }
             version
         }
-        WatchStart::Backlog(changes) => {
-            let mut last = requested.unwrap_or_default();
+        WatchStart::Backlog(changes, last) => {
             for change in changes {
-                last = change.resource_version;
                 if let Some(event) = watch.event(&change)
                     && sender.send(event).await.is_err()
                 {

@@ -44,10 +44,7 @@ impl Reconciler for EventTtl {
     }
 
     fn reconcile(&mut self, key: &Key, store: &Store) -> Action {
-        let event = store.read(|s| {
-            s.get(&ObjectKey::new(events(), &key.namespace, &key.name))
-                .cloned()
-        });
+        let event = store.read(|s| s.get(&ObjectKey::new(events(), &key.namespace, &key.name)));
         event
             .map(|event| decide(&event, self.ttl, store.clock().now()))
             .unwrap_or_default()

@@ -353,9 +353,7 @@ pub(crate) fn owner_and_dependents(
     key: &Key,
 ) -> Option<(Value, Vec<Value>)> {
     store.read(|s| {
-        let object = s
-            .get(&ObjectKey::new(owner, &key.namespace, &key.name))
-            .cloned()?;
+        let object = s.get(&ObjectKey::new(owner, &key.namespace, &key.name))?;
         let uid = meta::uid(&object);
         let dependents = s
             .list(dependent, Some(&key.namespace))
@@ -364,7 +362,6 @@ pub(crate) fn owner_and_dependents(
                     .iter()
                     .any(|reference| meta::str_at(reference, &["uid"]) == Some(uid))
             })
-            .cloned()
             .collect();
         Some((object, dependents))
     })

@@ -91,13 +91,10 @@ impl Reconciler for JobController {
 
     fn reconcile(&mut self, key: &Key, store: &Store) -> Action {
         let (job, pods) = store.read(|s| {
-            let job = s
-                .get(&ObjectKey::new(jobs(), &key.namespace, &key.name))
-                .cloned();
+            let job = s.get(&ObjectKey::new(jobs(), &key.namespace, &key.name));
             let pods: Vec<Value> = s
                 .list(pods(), Some(&key.namespace))
                 .filter(|p| job_of(p) == Some(key.name.as_str()))
-                .cloned()
                 .collect();
             (job, pods)
         });

@@ -85,7 +85,6 @@ pub(crate) fn record(store: &crate::registry::store::Store, event: &Event) -> Re
     let existing = store.read(|s| {
         s.list(resource, Some(&namespace))
             .find(|stored| same(stored, event))
-            .cloned()
     });
     let options = WriteOptions::default();
     if let Some(mut stored) = existing {

@@ -30,10 +30,7 @@ impl Reconciler for TtlController {
     }
 
     fn reconcile(&mut self, key: &Key, store: &Store) -> Action {
-        let job = store.read(|s| {
-            s.get(&ObjectKey::new(jobs(), &key.namespace, &key.name))
-                .cloned()
-        });
+        let job = store.read(|s| s.get(&ObjectKey::new(jobs(), &key.namespace, &key.name)));
         job.map(|job| decide(&job, store.clock().now()))
             .unwrap_or_default()
     }

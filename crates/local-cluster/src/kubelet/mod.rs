@@ -134,10 +134,7 @@ impl Reconciler for ScriptedKubelet {
     }
 
     fn reconcile(&mut self, key: &Key, store: &Store) -> Action {
-        let pod = store.read(|s| {
-            s.get(&ObjectKey::new(pods(), &key.namespace, &key.name))
-                .cloned()
-        });
+        let pod = store.read(|s| s.get(&ObjectKey::new(pods(), &key.namespace, &key.name)));
         let Some(pod) = pod else {
             self.runs.remove(key);
             return Action::default();

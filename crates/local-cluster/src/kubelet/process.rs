@@ -406,10 +406,7 @@ impl Reconciler for ProcessKubelet {
 impl ProcessKubelet {
     /// One reconcile of one pod.
     fn reconcile_pod(&mut self, key: &Key, store: &Store) -> Action {
-        let pod = store.read(|s| {
-            s.get(&ObjectKey::new(pods(), &key.namespace, &key.name))
-                .cloned()
-        });
+        let pod = store.read(|s| s.get(&ObjectKey::new(pods(), &key.namespace, &key.name)));
         let Some(pod) = pod else {
             if let Some(mut run) = self.runs.remove(key) {
                 kill_run(&mut run);

@@ -412,7 +412,7 @@ pub(crate) fn reconcile(s: &mut Inner) {
     let crds = resources::crds();
     let definitions = s.pending().iter().any(|c| c.resource.is(crds));
     let instances = s.pending().iter().any(|c| c.resource.is_custom());
-    if definitions || (instances && s.list(crds, None).any(meta::is_deleting)) {
+    if definitions || (instances && s.list(crds, None).any(|d| meta::is_deleting(&d))) {
         establish(s);
     }
 }
@@ -503,7 +503,7 @@ impl Taken {
 pub(crate) fn establish(s: &mut Inner) {
     let crds = resources::crds();
     let now = meta::now(s.clock());
-    let mut definitions: Vec<Value> = s.list(crds, None).cloned().collect();
+    let mut definitions: Vec<Value> = s.list(crds, None).collect();
     // Definitions that hold their names keep them; newer ones conflict with them, not the other way round.
     definitions.sort_by(|a, b| {
         let key = |d: &Value| {
@@ -690,7 +690,7 @@ fn clean_up(
         let keys: Vec<ObjectKey> = s
             .list(storage, None)
             .filter(|o| !meta::is_deleting(o))
-            .map(|o| ObjectKey::of(storage, o))
+            .map(|o| ObjectKey::of(storage, &o))
             .collect();
         for key in keys {
             // The key was just listed under the lock, so the object exists and the delete has no precondition.

@@ -145,7 +145,7 @@ pub(crate) fn delete_collection(
         let keys: Vec<ObjectKey> = s
             .list(resource, namespace)
             .filter(|o| filter.matches(o))
-            .map(|o| ObjectKey::of(resource, o))
+            .map(|o| ObjectKey::of(resource, &o))
             .collect();
         let mut items = Vec::new();
         for key in keys {
@@ -164,7 +164,7 @@ pub(crate) fn delete_in(
     key: &ObjectKey,
     options: &DeleteOptions,
 ) -> Result<Deleted, ApiError> {
-    let Some(current) = s.get(key).cloned() else {
+    let Some(current) = s.get(key) else {
         return Err(ApiError::not_found(resource, &key.name));
     };
     check_preconditions(resource, key, &current, options)?;

@@ -13,6 +13,7 @@
 //! what the changes since its last run concern (the changed objects, the dependents of removed ones, the owners
 //! they reference, their namespace), found through the store's owner index ([`crate::registry::owners`]).
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use serde_json::Value;
@@ -62,7 +63,7 @@ impl Targets {
         if work.everything {
             for (key, object) in s.all() {
                 targets.dependents.insert(key.clone());
-                if meta::is_deleting(object) {
+                if meta::is_deleting(&object) {
                     targets.owners.insert(key.clone());
                 }
             }
@@ -94,13 +95,13 @@ impl Targets {
 fn plan(s: &Inner, targets: &Targets) -> Vec<Action> {
     let mut actions = Vec::new();
     for key in &targets.dependents {
-        if let Some(object) = s.get(key) {
-            plan_dependent(s, key, object, &mut actions);
+        if let Some(object) = s.peek(key) {
+            plan_dependent(s, key, &object, &mut actions);
         }
     }
     for key in &targets.owners {
-        if let Some(object) = s.get(key).filter(|o| meta::is_deleting(o)) {
-            plan_owner(s, key, object, &mut actions);
+        if let Some(object) = s.peek(key).filter(|o| meta::is_deleting(o)) {
+            plan_owner(s, key, &object, &mut actions);
         }
     }
     let mut emptied = BTreeSet::new();
@@ -109,7 +110,7 @@ fn plan(s: &Inner, targets: &Targets) -> Vec<Action> {
         if !namespace_emptying(s, &namespace) || targets.owners.contains(&namespace) {
             continue;
         }
-        if s.get(key).is_some_and(|o| !meta::is_deleting(o)) {
+        if s.peek(key).is_some_and(|o| !meta::is_deleting(&o)) {
             actions.push(Action::Delete(key.clone(), Propagation::Background));
         } else if s.owners.namespace_size(&key.namespace) == 0 && emptied.insert(namespace.clone())
         {
@@ -130,8 +131,8 @@ fn namespace_key(name: &str) -> ObjectKey {
 
 /// Whether the namespace at `key` is being deleted and only waits for its contents to go.
 fn namespace_emptying(s: &Inner, key: &ObjectKey) -> bool {
-    s.get(key)
-        .is_some_and(|n| meta::is_deleting(n) && meta::finalizers(n).is_empty())
+    s.peek(key)
+        .is_some_and(|n| meta::is_deleting(&n) && meta::finalizers(&n).is_empty())
 }
 
 /// Whether an owner reference points at an existing object of the right kind in a compatible namespace.
@@ -172,11 +173,11 @@ fn dependents_of<'a>(
     s: &'a Inner,
     owner_key: &'a ObjectKey,
     uid: &'a str,
-) -> impl Iterator<Item = (&'a ObjectKey, &'a Value)> + 'a {
+) -> impl Iterator<Item = (&'a ObjectKey, Cow<'a, Value>)> + 'a {
     s.owners
         .dependents(uid)
         .filter(|k| owner_key.namespace.is_empty() || k.namespace == owner_key.namespace)
-        .filter_map(|k| s.get(k).map(|o| (k, o)))
+        .filter_map(|k| s.peek(k).map(|o| (k, o)))
 }
 
 fn plan_owner(s: &Inner, key: &ObjectKey, object: &Value, actions: &mut Vec<Action>) {
@@ -184,7 +185,7 @@ fn plan_owner(s: &Inner, key: &ObjectKey, object: &Value, actions: &mut Vec<Acti
     let uid = meta::uid(object);
     if finalizers.iter().any(|f| f == ORPHAN) {
         for (dependent_key, dependent) in dependents_of(s, key, uid) {
-            let kept: Vec<Value> = meta::owner_references(dependent)
+            let kept: Vec<Value> = meta::owner_references(&dependent)
                 .iter()
                 .filter(|r| meta::str_at(r, &["uid"]) != Some(uid))
                 .cloned()
@@ -195,13 +196,13 @@ fn plan_owner(s: &Inner, key: &ObjectKey, object: &Value, actions: &mut Vec<Acti
     } else if finalizers.iter().any(|f| f == FOREGROUND) {
         let mut blocking = false;
         for (dependent_key, dependent) in dependents_of(s, key, uid) {
-            if !meta::is_deleting(dependent) {
+            if !meta::is_deleting(&dependent) {
                 actions.push(Action::Delete(
                     dependent_key.clone(),
                     Propagation::Foreground,
                 ));
             }
-            blocking |= meta::owner_references(dependent).iter().any(|r| {
+            blocking |= meta::owner_references(&dependent).iter().any(|r| {
                 meta::str_at(r, &["uid"]) == Some(uid)
                     && r.get("blockOwnerDeletion") == Some(&Value::Bool(true))
             });
@@ -216,7 +217,7 @@ fn plan_owner(s: &Inner, key: &ObjectKey, object: &Value, actions: &mut Vec<Acti
             actions.push(Action::Remove(key.clone()));
         }
         for (content_key, content) in s.all().filter(|(k, _)| k.namespace == key.name) {
-            if !meta::is_deleting(content) {
+            if !meta::is_deleting(&content) {
                 actions.push(Action::Delete(content_key.clone(), Propagation::Background));
             }
         }
@@ -237,7 +238,7 @@ fn execute(s: &mut Inner, action: Action) {
             }
         }
         Action::SetOwners(key, owners) => {
-            let (Some(resource), Some(mut object)) = (s.type_of(&key), s.get(&key).cloned()) else {
+            let (Some(resource), Some(mut object)) = (s.type_of(&key), s.get(&key)) else {
                 return;
             };
             if owners.is_empty() {
@@ -252,7 +253,7 @@ fn execute(s: &mut Inner, action: Action) {
             s.update(resource, object);
         }
         Action::RemoveFinalizer(key, finalizer) => {
-            let (Some(resource), Some(mut object)) = (s.type_of(&key), s.get(&key).cloned()) else {
+            let (Some(resource), Some(mut object)) = (s.type_of(&key), s.get(&key)) else {
                 return;
             };
             let mut finalizers = meta::finalizers(&object);

@@ -17,6 +17,7 @@ use crate::registry::selector::{FieldSelector, LabelSelector};
 use crate::registry::server_side_apply;
 use crate::registry::size_limits;
 use crate::registry::store::{Inner, ObjectKey, Store};
+use crate::registry::stored::Stored;
 use crate::registry::validation;
 
 /// Query options shared by the writing verbs.
@@ -132,9 +133,7 @@ pub(crate) fn insert_new(
         // The API server retries a clashing generated name up to 8 times (1.31+).
         let mut name = meta::generate_name(&generate);
         for _ in 0..8 {
-            if s.get(&ObjectKey::new(resource, meta::namespace(&object), &name))
-                .is_none()
-            {
+            if !s.contains(&ObjectKey::new(resource, meta::namespace(&object), &name)) {
                 break;
             }
             name = meta::generate_name(&generate);
@@ -151,8 +150,8 @@ pub(crate) fn insert_new(
         check_namespace(s, resource, meta::namespace(&object), &name)?;
     }
     admission::validate(s, resource, &object)?;
-    if let Some(existing) = s.get(&ObjectKey::of(resource, &object)) {
-        let mut error = ApiError::already_exists(resource, &name, meta::is_deleting(existing));
+    if let Some(existing) = s.peek(&ObjectKey::of(resource, &object)) {
+        let mut error = ApiError::already_exists(resource, &name, meta::is_deleting(&existing));
         if generated {
             error
                 .message
@@ -162,8 +161,8 @@ pub(crate) fn insert_new(
         return Err(error);
     }
     if let Some(custom) = resource.custom
-        && s.get(&ObjectKey::new(resources::crds(), "", custom.definition))
-            .is_some_and(meta::is_deleting)
+        && s.peek(&ObjectKey::new(resources::crds(), "", custom.definition))
+            .is_some_and(|definition| meta::is_deleting(&definition))
     {
         let mut error = ApiError::method_not_allowed("create", resource);
         error.message = "create not allowed while custom resource definition is terminating".into();
@@ -184,9 +183,9 @@ fn check_namespace(
     name: &str,
 ) -> Result<(), ApiError> {
     let namespaces = namespaces();
-    match s.get(&ObjectKey::new(namespaces, "", namespace)) {
+    match s.peek(&ObjectKey::new(namespaces, "", namespace)) {
         None => Err(ApiError::not_found(namespaces, namespace)),
-        Some(ns) if meta::is_deleting(ns) => {
+        Some(ns) if meta::is_deleting(&ns) => {
             let mut error = ApiError::forbidden_object(
                 resource,
                 name,
@@ -240,7 +239,7 @@ pub(crate) fn replace(
     }
     store.write(|s| {
         let key = ObjectKey::new(resource, namespace, name);
-        let Some(old) = s.get(&key).cloned() else {
+        let Some(old) = s.get(&key) else {
             if part == Part::Main && resource.creates_on_update() {
                 return create_on_update(s, resource, &key, new, options).map(|object| Written {
                     object,
@@ -340,7 +339,7 @@ pub(crate) fn patch(
     };
     store.write(|s| {
         let key = ObjectKey::new(resource, namespace, name);
-        let Some(old) = s.get(&key).cloned() else {
+        let Some(old) = s.get(&key) else {
             return match (patch_type, &parsed) {
                 (PatchType::Apply, Some(applied)) => {
                     server_side_apply::create(s, resource, namespace, name, applied, options)
@@ -513,6 +512,11 @@ impl Filter {
     pub(crate) fn matches(&self, object: &Value) -> bool {
         self.labels.matches(object) && self.fields.matches(object)
     }
+
+    /// Whether the filter lets every object through (no selector), so objects need not be read to apply it.
+    fn is_everything(&self) -> bool {
+        self.labels == LabelSelector::default() && self.fields == FieldSelector::default()
+    }
 }
 
 /// GET of a collection: the `{Kind}List` with the store's current version.
@@ -526,9 +530,33 @@ pub(crate) fn list(
         let items: Vec<Value> = s
             .list(resource, namespace)
             .filter(|o| filter.matches(o))
-            .cloned()
             .collect();
         list_object(resource, s.resource_version(), items)
+    })
+}
+
+/// [`list`] as JSON text, written from the objects' stored text rather than parsed and serialised again: the
+/// body of a plain list of a built-in type, which needs no conversion. Objects are parsed only to apply a selector.
+pub(crate) fn list_json(
+    store: &Store,
+    resource: &'static ResourceType,
+    namespace: Option<&str>,
+    filter: &Filter,
+) -> String {
+    store.read(|s| {
+        let items: Vec<String> = s
+            .list_stored(resource, namespace)
+            .filter(|stored| filter.is_everything() || filter.matches(&stored.value()))
+            .map(Stored::item_json)
+            .collect();
+        // The members in the order serde_json writes the list object of `list_object` (sorted).
+        format!(
+            "{{\"apiVersion\":{},\"items\":[{}],\"kind\":{},\"metadata\":{{\"resourceVersion\":\"{}\"}}}}",
+            Value::from(resource.api_version()),
+            items.join(","),
+            Value::from(resource.list_kind()),
+            s.resource_version()
+        )
     })
 }
 
@@ -564,6 +592,51 @@ pub(crate) fn list_object(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_list_written_from_the_stored_text_is_the_list_serialised() {
+        let store = Store::new(100, crate::clock::Clock::default());
+        let configmaps = resources::find("", "v1", "configmaps").expect("served");
+        store
+            .write(|s| {
+                s.create(
+                    namespaces(),
+                    json!({"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": "default"}}),
+                );
+                Ok(())
+            })
+            .expect("written");
+        for (name, team) in [("a", "x"), ("b", "y"), ("c", "x")] {
+            let map = json!({"metadata": {"name": name, "labels": {"team": team}},
+                "data": {"kind": "\"},{[", "apiVersion": "é"}});
+            create(
+                &store,
+                configmaps,
+                Some("default"),
+                map,
+                &WriteOptions::default(),
+            )
+            .expect("created");
+        }
+        let team_x = Filter {
+            labels: LabelSelector::parse("team=x").expect("parses"),
+            ..Filter::default()
+        };
+        for (namespace, filter) in [(None, Filter::default()), (Some("default"), team_x)] {
+            let listed = list(&store, configmaps, namespace, &filter);
+            assert_eq!(
+                list_json(&store, configmaps, namespace, &filter),
+                listed.to_string()
+            );
+        }
+        assert_eq!(
+            list(&store, configmaps, None, &Filter::default())["items"]
+                .as_array()
+                .map(Vec::len),
+            Some(3)
+        );
+    }
 
     #[test]
     fn content_for_a_terminating_namespace_is_forbidden_with_the_qualified_resource() {

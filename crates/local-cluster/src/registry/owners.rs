@@ -136,11 +136,11 @@ impl Owners {
     }
 
     /// The index of a restored store; the collector then looks at everything once.
-    pub(crate) fn rebuild<'a>(objects: impl Iterator<Item = (&'a ObjectKey, &'a Value)>) -> Self {
+    pub(crate) fn rebuild<'a>(objects: impl Iterator<Item = (&'a ObjectKey, Value)>) -> Self {
         let mut owners = Owners::default();
         for (key, object) in objects {
-            owners.add(key, meta::uid(object));
-            for owner in owner_uids(object) {
+            owners.add(key, meta::uid(&object));
+            for owner in owner_uids(&object) {
                 owners
                     .dependents
                     .entry(owner.to_owned())

@@ -324,8 +324,8 @@ impl LogThread {
     fn append(&mut self, changes: &[Arc<Change>]) -> io::Result<()> {
         let mut text = Vec::new();
         for change in changes {
-            // Rendered once for the log and every watch that sends the change.
-            let object = change.json.get_or_init(|| change.object.to_string());
+            // The stored text, shared with the store and every watch that sends the change.
+            let object = change.json();
             text.extend_from_slice(
                 format!(
                     "{{\"resourceVersion\":{},\"type\":\"{}\",\"object\":{object}}}\n",
@@ -345,7 +345,7 @@ impl LogThread {
     /// the store lock, so the snapshot holds exactly the queued changes and those before them.
     fn compact(&mut self) -> io::Result<()> {
         let (resource_version, objects) = self.store.read(|inner| {
-            let objects = inner.all().map(|(_, object)| object.clone()).collect();
+            let objects = inner.all().map(|(_, object)| object).collect();
             self.journal.queue().changes.clear();
             (inner.resource_version(), objects)
         });

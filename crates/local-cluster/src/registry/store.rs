@@ -5,6 +5,7 @@
 //! The store knows nothing about HTTP or validation: [`crate::registry::ops`] decides what to write, the store
 //! records it. Writes that change nothing do not bump the resourceVersion and produce no change event.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
@@ -19,6 +20,7 @@ use crate::registry::meta;
 use crate::registry::owners::Owners;
 use crate::registry::persist::Journal;
 use crate::registry::resources::{self, ResourceType};
+use crate::registry::stored::Stored;
 
 /// The type of a change, as watch events name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,22 +45,52 @@ impl EventType {
     }
 }
 
-/// One committed change.
+/// One committed change, as controllers, watches and the state file receive it.
 #[derive(Debug)]
 pub struct Change {
     /// Type of the changed object.
     pub resource: &'static ResourceType,
     /// What happened.
     pub event: EventType,
-    /// The state before (None for creations); shared with the store and the history, never copied.
+    /// The state before (None for creations).
     pub old: Option<Arc<Value>>,
-    /// The new state; for deletions the last state, carrying the deletion's resourceVersion. Shared with the
-    /// store while it is the current state, so the history costs no second copy of each object.
+    /// The new state; for deletions the last state, carrying the deletion's resourceVersion.
     pub object: Arc<Value>,
     /// The resourceVersion of this change.
     pub resource_version: u64,
-    /// `object` as JSON text, rendered once and shared by every watch that sends it.
-    pub(crate) json: std::sync::OnceLock<String>,
+    /// `object` as JSON text: the stored text, shared by every watch that sends it and the state file.
+    json: OnceLock<Arc<str>>,
+}
+
+impl Change {
+    /// `object` as JSON text.
+    pub(crate) fn json(&self) -> &str {
+        self.json.get_or_init(|| Arc::from(self.object.to_string()))
+    }
+}
+
+/// A change as the watch history keeps it: in the store's compact form, sharing the store's text while it is the
+/// current state. Turned back into a [`Change`] only for a watch that resumes from an earlier version.
+#[derive(Debug)]
+struct Recorded {
+    resource: &'static ResourceType,
+    event: EventType,
+    old: Option<Stored>,
+    object: Stored,
+    resource_version: u64,
+}
+
+impl Recorded {
+    fn change(&self) -> Arc<Change> {
+        Arc::new(Change {
+            resource: self.resource,
+            event: self.event,
+            old: self.old.as_ref().map(|old| Arc::new(old.value())),
+            object: Arc::new(self.object.value()),
+            resource_version: self.resource_version,
+            json: OnceLock::from(self.object.json()),
+        })
+    }
 }
 
 /// Identifies a stored object. Plural names are unique only within a group (a custom resource may be called
@@ -93,6 +125,14 @@ impl ObjectKey {
     pub(crate) fn is_of(&self, resource: &ResourceType) -> bool {
         self.plural == resource.plural && self.group == resource.storage_group()
     }
+
+    /// Whether `object`, of type `resource`, is the object at this key (what [`ObjectKey::of`] would say,
+    /// without building a key).
+    fn identifies(&self, resource: &ResourceType, object: &Value) -> bool {
+        self.is_of(resource)
+            && self.name == meta::name(object)
+            && (!resource.namespaced || self.namespace == meta::namespace(object))
+    }
 }
 
 /// The state under the lock.
@@ -100,8 +140,8 @@ impl ObjectKey {
 pub(crate) struct Inner {
     resource_version: u64,
     /// The current objects, each shared with the history's changes that carry it.
-    objects: BTreeMap<ObjectKey, Arc<Value>>,
-    history: VecDeque<Arc<Change>>,
+    objects: BTreeMap<ObjectKey, Stored>,
+    history: VecDeque<Recorded>,
     history_limit: usize,
     /// Changes at or below this version are no longer in `history`.
     compacted: u64,
@@ -168,8 +208,41 @@ impl Inner {
         &self.pending
     }
 
-    pub(crate) fn get(&self, key: &ObjectKey) -> Option<&Value> {
-        self.objects.get(key).map(|object| &**object)
+    /// The object at `key`, as a copy the caller owns.
+    pub(crate) fn get(&self, key: &ObjectKey) -> Option<Value> {
+        self.peek(key).map(Cow::into_owned)
+    }
+
+    /// The object at `key`, borrowed when this write already holds it as a tree (the garbage collector looks at
+    /// every object a write changed), parsed otherwise.
+    pub(crate) fn peek(&self, key: &ObjectKey) -> Option<Cow<'_, Value>> {
+        let stored = self.objects.get(key)?;
+        Some(
+            self.written(key)
+                .map_or_else(|| Cow::Owned(stored.value()), Cow::Borrowed),
+        )
+    }
+
+    /// The current state of the object at `key` if this write changed it: its changes still carry trees.
+    fn written(&self, key: &ObjectKey) -> Option<&Value> {
+        self.pending
+            .iter()
+            .rev()
+            .find(|change| key.identifies(change.resource, &change.object))
+            .filter(|change| change.event != EventType::Deleted)
+            .map(|change| &*change.object)
+    }
+
+    /// The object at `key`, stored as `stored`, as a tree: copied if this write holds it as one (cheaper than
+    /// parsing the text), parsed otherwise.
+    fn tree(&self, key: &ObjectKey, stored: &Stored) -> Value {
+        self.written(key)
+            .map_or_else(|| stored.value(), Value::clone)
+    }
+
+    /// Whether an object is stored at `key` (without reading it).
+    pub(crate) fn contains(&self, key: &ObjectKey) -> bool {
+        self.objects.contains_key(key)
     }
 
     /// Objects of one type, in one namespace or all, ordered by namespace then name.
@@ -177,7 +250,16 @@ impl Inner {
         &'a self,
         resource: &'static ResourceType,
         namespace: Option<&'a str>,
-    ) -> impl Iterator<Item = &'a Value> + 'a {
+    ) -> impl Iterator<Item = Value> + 'a {
+        self.list_stored(resource, namespace).map(Stored::value)
+    }
+
+    /// [`Inner::list`] in the stored form.
+    pub(crate) fn list_stored<'a>(
+        &'a self,
+        resource: &'static ResourceType,
+        namespace: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a Stored> + 'a {
         let start = ObjectKey {
             group: resource.storage_group(),
             plural: resource.plural,
@@ -189,12 +271,14 @@ impl Inner {
             .take_while(move |(k, _)| {
                 k.is_of(resource) && namespace.is_none_or(|ns| k.namespace == ns)
             })
-            .map(|(_, v)| &**v)
+            .map(|(_, v)| v)
     }
 
     /// Every object (any type), for the garbage collector and the state file.
-    pub(crate) fn all(&self) -> impl Iterator<Item = (&ObjectKey, &Value)> {
-        self.objects.iter().map(|(key, object)| (key, &**object))
+    pub(crate) fn all(&self) -> impl Iterator<Item = (&ObjectKey, Value)> {
+        self.objects
+            .iter()
+            .map(|(key, object)| (key, object.value()))
     }
 
     fn next_version(&mut self) -> u64 {
@@ -210,46 +294,52 @@ impl Inner {
             &["metadata", "resourceVersion"],
             Value::from(rv.to_string()),
         );
-        let stored = Arc::new(object);
+        let stored = Stored::new(&object);
         self.objects
-            .insert(ObjectKey::of(resource, &stored), Arc::clone(&stored));
-        self.record(resource, EventType::Added, None, Arc::clone(&stored), rv);
-        Arc::unwrap_or_clone(stored)
+            .insert(ObjectKey::of(resource, &object), stored.clone());
+        self.record(
+            resource,
+            EventType::Added,
+            None,
+            (stored, object.clone()),
+            rv,
+        );
+        object
     }
 
     /// Replaces a stored object. A write that changes nothing keeps the version and emits nothing.
     pub(crate) fn update(&mut self, resource: &'static ResourceType, mut object: Value) -> Value {
         let key = ObjectKey::of(resource, &object);
-        let Some(old) = self.objects.get(&key) else {
+        let Some(old_stored) = self.objects.get(&key).cloned() else {
             return self.create(resource, object);
         };
-        if let Some(rv) = meta::resource_version(old) {
+        let old = self.tree(&key, &old_stored);
+        if let Some(rv) = meta::resource_version(&old) {
             meta::set_at(
                 &mut object,
                 &["metadata", "resourceVersion"],
                 Value::from(rv),
             );
         }
-        if **old == object {
+        if old == object {
             return object;
         }
-        let old = Arc::clone(old);
         let rv = self.next_version();
         meta::set_at(
             &mut object,
             &["metadata", "resourceVersion"],
             Value::from(rv.to_string()),
         );
-        let stored = Arc::new(object);
-        self.objects.insert(key, Arc::clone(&stored));
+        let stored = Stored::new(&object);
+        self.objects.insert(key, stored.clone());
         self.record(
             resource,
             EventType::Modified,
-            Some(old),
-            Arc::clone(&stored),
+            Some((old_stored, old)),
+            (stored, object.clone()),
             rv,
         );
-        Arc::unwrap_or_clone(stored)
+        object
     }
 
     /// Removes an object; the returned last state carries the deletion's resourceVersion.
@@ -274,21 +364,21 @@ impl Inner {
             self.logs.remove_pod(&key.namespace, &key.name);
         }
         let rv = self.next_version();
-        let mut object = last.unwrap_or_else(|| (*stored).clone());
+        let old = self.tree(key, &stored);
+        let mut object = last.unwrap_or_else(|| old.clone());
         meta::set_at(
             &mut object,
             &["metadata", "resourceVersion"],
             Value::from(rv.to_string()),
         );
-        let last = Arc::new(object);
         self.record(
             resource,
             EventType::Deleted,
-            Some(stored),
-            Arc::clone(&last),
+            Some((stored, old)),
+            (Stored::new(&object), object.clone()),
             rv,
         );
-        Some(Arc::unwrap_or_clone(last))
+        Some(object)
     }
 
     /// The namespaces of the changes not yet published (what the quota refresh looks at).
@@ -300,36 +390,45 @@ impl Inner {
             .collect()
     }
 
+    /// Records a committed change; `old` and `object` each come in the stored form and as a tree.
     fn record(
         &mut self,
         resource: &'static ResourceType,
         event: EventType,
-        old: Option<Arc<Value>>,
-        object: Arc<Value>,
+        old: Option<(Stored, Value)>,
+        object: (Stored, Value),
         rv: u64,
     ) {
+        let (old_stored, old) = old.unzip();
+        let (stored, object) = object;
         self.owners.record(
             ObjectKey::of(resource, &object),
             event,
-            old.as_deref(),
+            old.as_ref(),
             &object,
             resource.builtin("customresourcedefinitions"),
         );
-        let change = Arc::new(Change {
+        let json = OnceLock::from(stored.json());
+        self.history.push_back(Recorded {
             resource,
             event,
-            old,
-            object,
+            old: old_stored,
+            object: stored,
             resource_version: rv,
-            json: std::sync::OnceLock::new(),
         });
-        self.history.push_back(Arc::clone(&change));
         while self.history.len() > self.history_limit {
             if let Some(dropped) = self.history.pop_front() {
                 self.compacted = dropped.resource_version;
             }
         }
-        self.pending.push(change);
+        self.pending.push(Arc::new(Change {
+            resource,
+            event,
+            old: old.map(Arc::new),
+            object: Arc::new(object),
+            resource_version: rv,
+            json,
+        }));
     }
 }
 
@@ -338,8 +437,9 @@ impl Inner {
 pub(crate) enum WatchStart {
     /// Current state (synthetic ADDED events) at this version.
     Snapshot(Vec<Value>, u64),
-    /// The retained changes after the requested version.
-    Backlog(Vec<Arc<Change>>),
+    /// The retained changes of the watched type after the requested version, and the version of the last
+    /// retained change of any type (at least the requested one).
+    Backlog(Vec<Arc<Change>>, u64),
     /// The requested version is older than the history; the oldest servable version is given.
     Expired(u64),
     /// The requested version is newer than the store's.
@@ -448,15 +548,13 @@ impl Store {
         namespace: &str,
         name: &str,
     ) -> Option<Value> {
-        self.lock()
-            .get(&ObjectKey::new(resource, namespace, name))
-            .cloned()
+        self.lock().get(&ObjectKey::new(resource, namespace, name))
     }
 
     /// All objects of a type.
     #[must_use]
     pub fn list(&self, resource: &'static ResourceType) -> Vec<Value> {
-        self.lock().list(resource, None).cloned().collect()
+        self.lock().list(resource, None).collect()
     }
 
     /// Drops the change history, so that every watch resuming from an earlier version gets 410 Expired.
@@ -483,9 +581,13 @@ impl Store {
                 inner
                     .history
                     .iter()
-                    .filter(|c| c.resource_version > rv)
-                    .cloned()
+                    .filter(|c| c.resource_version > rv && c.resource.is(resource))
+                    .map(Recorded::change)
                     .collect(),
+                inner
+                    .history
+                    .back()
+                    .map_or(rv, |last| last.resource_version.max(rv)),
             ),
         };
         (start, receiver)
@@ -497,7 +599,7 @@ impl Store {
         namespace: Option<&str>,
     ) -> WatchStart {
         WatchStart::Snapshot(
-            inner.list(resource, namespace).cloned().collect(),
+            inner.list(resource, namespace).collect(),
             inner.resource_version,
         )
     }
@@ -513,7 +615,7 @@ impl Store {
                 Some(resource) => {
                     inner
                         .objects
-                        .insert(ObjectKey::of(resource, &object), Arc::new(object));
+                        .insert(ObjectKey::of(resource, &object), Stored::new(&object));
                 }
                 None => custom.push(object),
             }
@@ -524,7 +626,7 @@ impl Store {
             if let Some(resource) = inner.of_object(&object) {
                 inner
                     .objects
-                    .insert(ObjectKey::of(resource, &object), Arc::new(object));
+                    .insert(ObjectKey::of(resource, &object), Stored::new(&object));
             } else {
                 tracing::warn!(
                     api_version = meta::str_at(&object, &["apiVersion"]).unwrap_or_default(),
@@ -599,6 +701,28 @@ mod tests {
     }
 
     #[test]
+    fn a_write_reads_back_what_it_changed_and_later_writes_read_the_stored_text() {
+        let store = Store::new(100, crate::clock::Clock::default());
+        let key = ObjectKey::new(configmaps(), "default", "a");
+        store
+            .write(|s| {
+                s.create(configmaps(), cm("a", "1"));
+                assert_eq!(s.get(&key).expect("created")["data"]["k"], "1");
+                s.update(configmaps(), cm("a", "2"));
+                assert_eq!(s.get(&key).expect("updated")["data"]["k"], "2");
+                s.remove(configmaps(), &key);
+                assert_eq!(s.get(&key), None);
+                s.create(configmaps(), cm("a", "3"));
+                assert_eq!(s.get(&key).expect("created again")["data"]["k"], "3");
+                Ok(())
+            })
+            .expect("writes");
+        let stored = store.get(configmaps(), "default", "a").expect("stored");
+        assert_eq!(stored["data"]["k"], "3");
+        assert_eq!(stored["metadata"]["resourceVersion"], "5");
+    }
+
+    #[test]
     fn deletions_carry_a_new_version_and_history_is_bounded() {
         let store = Store::new(2, crate::clock::Clock::default());
         store
@@ -613,7 +737,7 @@ mod tests {
             .expect("existed");
         assert_eq!(gone["metadata"]["resourceVersion"], "4");
         let (start, _) = store.watch_from(configmaps(), None, Some(3));
-        assert!(matches!(start, WatchStart::Backlog(ref c) if c.len() == 1));
+        assert!(matches!(start, WatchStart::Backlog(ref c, 4) if c.len() == 1));
         let (start, _) = store.watch_from(configmaps(), None, Some(1));
         assert!(matches!(start, WatchStart::Expired(3)), "{start:?}");
         let (start, _) = store.watch_from(configmaps(), None, Some(9));

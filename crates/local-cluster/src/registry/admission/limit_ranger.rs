@@ -15,7 +15,7 @@ use crate::registry::store::Inner;
 /// The largest value Kubernetes compares in thousandths (`resource.MaxMilliValue`).
 const MAX_MILLI: i128 = (i64::MAX / 1000) as i128;
 
-fn ranges<'a>(s: &'a Inner, namespace: &'a str) -> impl Iterator<Item = &'a Value> {
+fn ranges<'a>(s: &'a Inner, namespace: &'a str) -> impl Iterator<Item = Value> + 'a {
     s.list(limitranges(), Some(namespace))
 }
 
@@ -33,7 +33,7 @@ pub(super) fn admit(s: &Inner, pod: &mut Value) {
     for range in ranges(s, &namespace) {
         let mut limits = Map::new();
         let mut requests = Map::new();
-        for item in items(range).filter(|i| meta::str_at(i, &["type"]) == Some("Container")) {
+        for item in items(&range).filter(|i| meta::str_at(i, &["type"]) == Some("Container")) {
             for (field, into) in [("default", &mut limits), ("defaultRequest", &mut requests)] {
                 if let Some(values) = item.get(field).and_then(Value::as_object) {
                     into.extend(values.clone());
@@ -99,7 +99,7 @@ pub(super) fn validate(s: &Inner, pod: &Value) -> Result<(), ApiError> {
     let spec = pod.get("spec").unwrap_or(&Value::Null);
     for range in ranges(s, meta::namespace(pod)) {
         let mut errors = Vec::new();
-        for item in items(range) {
+        for item in items(&range) {
             match meta::str_at(item, &["type"]) {
                 Some(kind @ "Container") => {
                     for container in containers(spec) {

@@ -170,10 +170,10 @@ pub(super) fn admit(
         |reason: String| ApiError::forbidden_object(resource, meta::name(object), &reason);
     let mut pertinent = Vec::new();
     for quota in s.list(resourcequotas(), Some(meta::namespace(object))) {
-        let quota_name = meta::name(quota);
-        let hard = resource_list(quota, &["status", "hard"]);
+        let quota_name = meta::name(&quota).to_owned();
+        let hard = resource_list(&quota, &["status", "hard"]);
         let restricted: Vec<&String> = hard.keys().filter(|n| handles(resource, n)).collect();
-        if restricted.is_empty() || !in_scope(quota, resource, object) {
+        if restricted.is_empty() || !in_scope(&quota, resource, object) {
             continue;
         }
         if is_pods(resource)
@@ -185,7 +185,7 @@ pub(super) fn admit(
         }
         // `status.used` always has every hard resource ([`refresh`] runs after every write), so the plugin's
         // "status unknown for quota" refusal cannot happen here.
-        let used = resource_list(quota, &["status", "used"]);
+        let used = resource_list(&quota, &["status", "used"]);
         pertinent.push((quota_name, hard, used));
     }
     let delta = usage(resource, object);
@@ -253,10 +253,7 @@ fn missing_resources(pod: &Value, restricted: &[&String]) -> Option<String> {
 /// namespaces the pending changes touched.
 pub(crate) fn refresh(s: &mut Inner) {
     for namespace in s.pending_namespaces() {
-        let quotas: Vec<Value> = s
-            .list(resourcequotas(), Some(&namespace))
-            .cloned()
-            .collect();
+        let quotas: Vec<Value> = s.list(resourcequotas(), Some(&namespace)).collect();
         if quotas.is_empty() {
             continue;
         }
@@ -298,7 +295,7 @@ fn usage_in_scope(s: &Inner, namespace: &str, quota: &Value) -> Resources {
             .list(resource, Some(namespace))
             .filter(|o| in_scope(quota, resource, o))
         {
-            for (name, quantity) in usage(resource, object) {
+            for (name, quantity) in usage(resource, &object) {
                 let sum = totals
                     .get(&name)
                     .copied()

@@ -42,17 +42,20 @@ impl PythonRandom {
         let mut state = INIT_BY_ARRAY_START;
         let mut i = 1;
         let mut j = 0;
+        // Always `state[i - 1]`, kept in a register: reading it back from the array it was just stored to makes
+        // every step wait for the store.
+        let mut previous = state[0];
         for _ in 0..N.max(key.len()) {
-            let previous = state[i - 1];
             // CPython adds the key index as a `uint32_t`; truncating it the same way keeps huge seeds identical.
             #[expect(
                 clippy::cast_possible_truncation,
                 reason = "CPython truncates the index to uint32_t too"
             )]
             let j_word = j as u32;
-            state[i] = (state[i] ^ (previous ^ (previous >> 30)).wrapping_mul(1_664_525))
+            previous = (state[i] ^ (previous ^ (previous >> 30)).wrapping_mul(1_664_525))
                 .wrapping_add(key[j])
                 .wrapping_add(j_word);
+            state[i] = previous;
             i += 1;
             j += 1;
             if i >= N {
@@ -64,11 +67,11 @@ impl PythonRandom {
             }
         }
         for _ in 0..N - 1 {
-            let previous = state[i - 1];
             #[expect(clippy::cast_possible_truncation, reason = "`i` is below N = 624")]
             let i_word = i as u32;
-            state[i] = (state[i] ^ (previous ^ (previous >> 30)).wrapping_mul(1_566_083_941))
+            previous = (state[i] ^ (previous ^ (previous >> 30)).wrapping_mul(1_566_083_941))
                 .wrapping_sub(i_word);
+            state[i] = previous;
             i += 1;
             if i >= N {
                 state[0] = state[N - 1];

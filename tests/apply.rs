@@ -7,7 +7,7 @@
 mod support;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::batch::v1::Job as KubeJob;
+use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -41,6 +41,22 @@ fn jobs(cluster: &Cluster) -> Api<KubeJob> {
 
 fn deployments(cluster: &Cluster) -> Api<Deployment> {
     Api::namespaced(cluster.client.clone(), NAMESPACE)
+}
+
+fn cron_jobs(cluster: &Cluster) -> Api<CronJob> {
+    Api::namespaced(cluster.client.clone(), NAMESPACE)
+}
+
+/// The CronJob `nightly`, once asserted to run the changed command of [`apply_held_at_the_lock`].
+async fn verbose_nightly(cluster: &Cluster) -> CronJob {
+    let nightly = cron_jobs(cluster).get("nightly").await.unwrap();
+    assert!(
+        serde_json::to_string(&nightly.spec)
+            .unwrap()
+            .contains("--verbose"),
+        "{nightly:?}"
+    );
+    nightly
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -285,8 +301,7 @@ async fn pruning_needs_a_confirmation_and_respects_the_guards() {
     let empty = cluster.run(&["apply", "--yes"]).await;
     empty.expect_code(2);
     empty.expect_stderr("--allow-empty");
-    let jobs_left =
-        Api::<k8s_openapi::api::batch::v1::CronJob>::namespaced(cluster.client.clone(), NAMESPACE);
+    let jobs_left = cron_jobs(&cluster);
     assert!(jobs_left.get_opt("nightly").await.unwrap().is_some());
     cluster
         .run(&["apply", "--yes", "--allow-empty"])
@@ -512,9 +527,7 @@ async fn updates_in_place_replaces_on_request_reruns_on_trigger_files_and_ignore
 ";
     cluster.write_jobs(file);
     cluster.run(&["apply", "--wait=60s"]).await.expect_code(0);
-    let cron_jobs =
-        Api::<k8s_openapi::api::batch::v1::CronJob>::namespaced(cluster.client.clone(), NAMESPACE);
-    let nightly = cron_jobs.get("nightly").await.unwrap();
+    let nightly = cron_jobs(&cluster).get("nightly").await.unwrap();
     let bot = deployments(&cluster).get("bot").await.unwrap();
     let migrate = jobs(&cluster).get("migrate").await.unwrap();
 
@@ -553,7 +566,7 @@ async fn updates_in_place_replaces_on_request_reruns_on_trigger_files_and_ignore
         .await
         .expect_code(0);
 
-    let updated = cron_jobs.get("nightly").await.unwrap();
+    let updated = cron_jobs(&cluster).get("nightly").await.unwrap();
     assert_eq!(updated.metadata.uid, nightly.metadata.uid, "in place");
     assert_eq!(updated.spec.unwrap().schedule, "18 3 * * *");
     let replaced = deployments(&cluster).get("bot").await.unwrap();
@@ -832,9 +845,7 @@ async fn an_apply_that_wrote_between_the_read_and_the_lock_makes_the_plan_read_a
     let (cluster, mut apply) = apply_held_at_the_lock().await;
     // The apply has read and planned an update of `nightly` when it asks for the lock: held there, another
     // writer deletes the CronJob and writes the inventory, as every apply that writes does.
-    let cron_jobs: Api<k8s_openapi::api::batch::v1::CronJob> =
-        Api::namespaced(cluster.client.clone(), NAMESPACE);
-    cron_jobs
+    cron_jobs(&cluster)
         .delete("nightly", &DeleteParams::default())
         .await
         .unwrap();
@@ -853,13 +864,7 @@ async fn an_apply_that_wrote_between_the_read_and_the_lock_makes_the_plan_read_a
     // Planned again from what is there: `nightly` is created, not updated (a PUT of the deleted CronJob would
     // fail with 404).
     assert_eq!(apply.exit_code().await, 0, "{}", apply.log());
-    let nightly = cron_jobs.get("nightly").await.unwrap();
-    assert!(
-        serde_json::to_string(&nightly)
-            .unwrap()
-            .contains("--verbose"),
-        "{nightly:?}"
-    );
+    verbose_nightly(&cluster).await;
     assert_eq!(
         cluster.local.request_count("list", "cronjobs"),
         1,
@@ -875,9 +880,7 @@ async fn a_status_written_since_the_read_is_no_conflict_of_the_plan() {
     let (cluster, mut apply) = apply_held_at_the_lock().await;
     // Held at the lock, the apply has planned an update of `nightly`; the CronJob controller writes its status,
     // which moves the resourceVersion as in Kubernetes (a Deployment rolling out does so several times).
-    let cron_jobs: Api<k8s_openapi::api::batch::v1::CronJob> =
-        Api::namespaced(cluster.client.clone(), NAMESPACE);
-    cron_jobs
+    cron_jobs(&cluster)
         .patch_status(
             "nightly",
             &PatchParams::default(),
@@ -899,13 +902,7 @@ async fn a_status_written_since_the_read_is_no_conflict_of_the_plan() {
         "{}",
         apply.log()
     );
-    let nightly = cron_jobs.get("nightly").await.unwrap();
-    assert!(
-        serde_json::to_string(&nightly.spec)
-            .unwrap()
-            .contains("--verbose"),
-        "{nightly:?}"
-    );
+    let nightly = verbose_nightly(&cluster).await;
     assert!(nightly.status.unwrap().last_schedule_time.is_some());
     // The conflict, then the update sent again after a read of the CronJob alone; nothing listed again.
     for (verb, expected) in [("update", 2), ("list", 0)] {
@@ -924,9 +921,7 @@ async fn a_write_that_conflicts_makes_the_plan_read_again_once() {
     // Held at the lock, the apply has planned an update of `nightly` from the CronJob it listed; somebody edits
     // the CronJob by hand (not through an apply: the inventory stays as it was), so the update's
     // resourceVersion is stale.
-    let cron_jobs: Api<k8s_openapi::api::batch::v1::CronJob> =
-        Api::namespaced(cluster.client.clone(), NAMESPACE);
-    cron_jobs
+    cron_jobs(&cluster)
         .patch(
             "nightly",
             &PatchParams::default(),
@@ -941,13 +936,7 @@ async fn a_write_that_conflicts_makes_the_plan_read_again_once() {
     apply
         .wait_for_log("reading the live state again and planning again", 1)
         .await;
-    let nightly = cron_jobs.get("nightly").await.unwrap();
-    assert!(
-        serde_json::to_string(&nightly)
-            .unwrap()
-            .contains("--verbose"),
-        "{nightly:?}"
-    );
+    verbose_nightly(&cluster).await;
     // The conflict, then the update made from the CronJob read again.
     assert_eq!(
         cluster.local.request_count("update", "cronjobs"),

@@ -4,9 +4,11 @@
 //! (issue 19). Reads copied the tree anyway; parsing instead costs a little more, and watches and the state file
 //! send the text as it is.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// `serde_json` refuses to parse JSON nested deeper than 128; an object that deep (its managedFields nest a few
 /// levels deeper than the object itself) is kept as a tree, so parsing the stored text can never fail.
@@ -51,52 +53,18 @@ impl Stored {
         }
     }
 
-    /// The object as JSON text without its `apiVersion` and `kind`, as the items of a list carry it.
+    /// The object as JSON text without its `apiVersion` and `kind`, as the items of a list carry it: its other
+    /// members are copied as they are written, not parsed.
     pub(crate) fn item_json(&self) -> String {
         let text = self.json();
-        let kept: Vec<&str> = members(&text)
-            .into_iter()
-            .filter(|member| {
-                !member.starts_with("\"apiVersion\":") && !member.starts_with("\"kind\":")
-            })
-            .collect();
-        format!("{{{}}}", kept.join(","))
+        // Stored objects are JSON objects written by serde_json (sorted keys, which the map keeps), so this
+        // parses; the map serialises back to the same text without the two members.
+        let mut members: BTreeMap<String, &RawValue> =
+            serde_json::from_str(&text).expect("a stored object is a JSON object");
+        members.remove("apiVersion");
+        members.remove("kind");
+        serde_json::to_string(&members).expect("raw JSON members serialise")
     }
-}
-
-/// The top-level members (`"key":value`) of a JSON object as `serde_json` writes it (no whitespace). Splitting
-/// only at ASCII bytes keeps every slice on a character boundary.
-fn members(text: &str) -> Vec<&str> {
-    let mut members = Vec::new();
-    let (mut depth, mut in_string, mut escaped) = (0_usize, false, false);
-    let mut start = 1;
-    for (at, byte) in text.bytes().enumerate() {
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match byte {
-            b'"' => in_string = true,
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 && at > start {
-                    members.extend(text.get(start..at));
-                }
-            }
-            b',' if depth == 1 => {
-                members.extend(text.get(start..at));
-                start = at + 1;
-            }
-            _ => {}
-        }
-    }
-    members
 }
 
 /// How deeply arrays and objects nest in `value` (0 for a scalar).
@@ -146,5 +114,6 @@ mod tests {
         let stored = Stored::new(&object);
         assert_eq!(stored.value(), object);
         assert_eq!(&*stored.json(), object.to_string());
+        assert_eq!(stored.item_json(), object.to_string());
     }
 }

@@ -201,8 +201,8 @@ impl Run {
     pub fn expect_code(&self, code: i32) -> &Self {
         assert_eq!(
             self.code, code,
-            "exit code\n--- stdout\n{}\n--- stderr\n{}",
-            self.stdout, self.stderr
+            "exit code\n--- stderr\n{}\n--- stdout\n{}",
+            self.stderr, self.stdout
         );
         self
     }

@@ -502,8 +502,8 @@ impl CliRun {
     pub fn expect_code(&self, code: i32) -> &Self {
         assert_eq!(
             self.code, code,
-            "exit code\n--- stdout\n{}--- stderr\n{}",
-            self.stdout, self.stderr
+            "exit code\n--- stderr\n{}--- stdout\n{}",
+            self.stderr, self.stdout
         );
         self
     }

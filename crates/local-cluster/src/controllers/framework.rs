@@ -345,7 +345,8 @@ pub(crate) fn owner_keys(
 }
 
 /// The `owner` object at `key` and the `dependent` objects in its namespace whose owner references name it (by
-/// uid), read in one consistent snapshot; `None` when the owner is gone.
+/// uid), read in one consistent snapshot; `None` when the owner is gone. The dependents are found through the
+/// store's owner index, ordered by name: only they are read, not the whole namespace.
 pub(crate) fn owner_and_dependents(
     store: &Store,
     owner: &'static ResourceType,
@@ -354,14 +355,11 @@ pub(crate) fn owner_and_dependents(
 ) -> Option<(Value, Vec<Value>)> {
     store.read(|s| {
         let object = s.get(&ObjectKey::new(owner, &key.namespace, &key.name))?;
-        let uid = meta::uid(&object);
         let dependents = s
-            .list(dependent, Some(&key.namespace))
-            .filter(|candidate| {
-                meta::owner_references(candidate)
-                    .iter()
-                    .any(|reference| meta::str_at(reference, &["uid"]) == Some(uid))
-            })
+            .owners
+            .dependents(meta::uid(&object))
+            .filter(|candidate| candidate.is_of(dependent) && candidate.namespace == key.namespace)
+            .filter_map(|candidate| s.get(candidate))
             .collect();
         Some((object, dependents))
     })
@@ -382,12 +380,72 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::registry::resources::{jobs, pods};
+    use crate::registry::resources::{configmaps, find, jobs, pods};
 
     #[test]
     fn retries_back_off_from_200_ms_to_a_minute() {
         let delays = [1, 2, 3, 9, 20].map(|n| retry_after(n).as_millis());
         assert_eq!(delays, [200, 400, 800, 51_200, 60_000]);
+    }
+
+    #[test]
+    fn the_dependents_are_the_objects_of_the_dependent_type_naming_the_owner_by_uid() {
+        let store = Store::new(100, crate::clock::Clock::default());
+        let create = |resource, object| {
+            ops::create(
+                &store,
+                resource,
+                Some("a"),
+                object,
+                &WriteOptions::default(),
+            )
+            .expect("created")
+            .object
+        };
+        ops::create(
+            &store,
+            ops::namespaces(),
+            None,
+            json!({"metadata": {"name": "a"}}),
+            &WriteOptions::default(),
+        )
+        .expect("namespace");
+        let owner = create(configmaps(), json!({"metadata": {"name": "owner"}}));
+        let reference = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}]);
+        for name in ["z-dependent", "a-dependent"] {
+            create(
+                configmaps(),
+                json!({"metadata": {"name": name, "ownerReferences": reference}}),
+            );
+        }
+        create(configmaps(), json!({"metadata": {"name": "unowned"}}));
+        let secrets = find("", "v1", "secrets").expect("served");
+        create(
+            secrets,
+            json!({"metadata": {"name": "other-kind", "ownerReferences": reference}}),
+        );
+
+        let key = Key {
+            namespace: "a".into(),
+            name: "owner".into(),
+        };
+        let (found, dependents) =
+            owner_and_dependents(&store, configmaps(), configmaps(), &key).expect("the owner");
+        assert_eq!(found["metadata"]["uid"], owner["metadata"]["uid"]);
+        let names: Vec<&str> = dependents.iter().map(meta::name).collect();
+        assert_eq!(names, ["a-dependent", "z-dependent"]);
+        let (_, secrets) =
+            owner_and_dependents(&store, configmaps(), secrets, &key).expect("the owner");
+        assert_eq!(
+            secrets.iter().map(meta::name).collect::<Vec<_>>(),
+            ["other-kind"]
+        );
+
+        let gone = Key {
+            namespace: "a".into(),
+            name: "missing".into(),
+        };
+        assert!(owner_and_dependents(&store, configmaps(), configmaps(), &gone).is_none());
     }
 
     #[test]

@@ -19,6 +19,7 @@ use crate::registry::meta;
 use crate::registry::ops::Part;
 use crate::registry::resources::{jobs, pods};
 use crate::registry::store::{Change, ObjectKey, Store};
+use crate::registry::stored::Stored;
 
 /// The finalizer that keeps a Job's pod until the controller has counted it.
 pub(crate) const TRACKING: &str = "batch.kubernetes.io/job-tracking";
@@ -92,8 +93,11 @@ impl Reconciler for JobController {
     fn reconcile(&mut self, key: &Key, store: &Store) -> Action {
         let (job, pods) = store.read(|s| {
             let job = s.get(&ObjectKey::new(jobs(), &key.namespace, &key.name));
+            // A pod of the Job names it (as its owner or in its label): the namespace's other pods are not parsed.
             let pods: Vec<Value> = s
-                .list(pods(), Some(&key.namespace))
+                .list_stored(pods(), Some(&key.namespace))
+                .filter(|p| p.may_contain(&key.name))
+                .map(Stored::value)
                 .filter(|p| job_of(p) == Some(key.name.as_str()))
                 .collect();
             (job, pods)

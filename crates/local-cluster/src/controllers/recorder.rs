@@ -10,6 +10,7 @@ use crate::registry::api_error::ApiError;
 use crate::registry::meta;
 use crate::registry::ops::{self, Part, WriteOptions};
 use crate::registry::resources::{self, ResourceType};
+use crate::registry::stored::Stored;
 
 /// An Event to record about one object.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,8 +83,12 @@ pub(crate) fn record(store: &crate::registry::store::Store, event: &Event) -> Re
         .unwrap_or("default")
         .to_owned();
     let now = meta::now(store.clock());
+    // Only an event naming the involved object's uid can be the same one: the others are not parsed.
+    let uid = meta::str_at(&event.involved, &["uid"]);
     let existing = store.read(|s| {
-        s.list(resource, Some(&namespace))
+        s.list_stored(resource, Some(&namespace))
+            .filter(|stored| uid.is_none_or(|uid| stored.may_contain(uid)))
+            .map(Stored::value)
             .find(|stored| same(stored, event))
     });
     let options = WriteOptions::default();
@@ -155,10 +160,10 @@ mod tests {
         .expect("namespace");
         let pods = resources::find("", "v1", "pods").expect("served");
         let pod = json!({"metadata": {"name": "p", "namespace": "default", "uid": "u1", "resourceVersion": "5"}});
-        let event = |message: &str| {
+        let event_about = |pod: &Value, message: &str| {
             Event::about(
                 pods,
-                &pod,
+                pod,
                 Some("spec.containers{main}".into()),
                 "Normal",
                 "Pulling",
@@ -166,6 +171,7 @@ mod tests {
                 "kubelet",
             )
         };
+        let event = |message: &str| event_about(&pod, message);
         record(&store, &event("Pulling image \"a\"")).expect("recorded");
         record(&store, &event("Pulling image \"a\"")).expect("recorded");
         record(&store, &event("Pulling image \"b\"")).expect("recorded");
@@ -179,5 +185,14 @@ mod tests {
         assert_eq!(stored[0]["source"]["component"], "kubelet");
         assert!(meta::name(&stored[0]).starts_with("p."));
         assert_eq!(stored[1]["count"], 1);
+
+        // The same words about another pod (another uid, even under the same name) are its own event.
+        let recreated = json!({"metadata": {"name": "p", "namespace": "default", "uid": "u2"}});
+        record(&store, &event_about(&recreated, "Pulling image \"a\"")).expect("recorded");
+        let stored = store.list(events());
+        assert_eq!(stored.len(), 3);
+        assert_eq!(stored[0]["count"], 2);
+        assert_eq!(stored[2]["involvedObject"]["uid"], "u2");
+        assert_eq!(stored[2]["count"], 1);
     }
 }

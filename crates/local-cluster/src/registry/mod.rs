@@ -33,7 +33,7 @@ pub(crate) mod selector;
 mod server_side_apply;
 mod size_limits;
 pub(crate) mod store;
-mod stored;
+pub(crate) mod stored;
 mod stored_kinds;
 mod structural;
 mod typed_json;

@@ -45,6 +45,15 @@ impl Stored {
         }
     }
 
+    /// Whether the object's JSON text may contain `text` verbatim: a cheap test that rules an object out before
+    /// parsing it (an object stored as a tree always may).
+    pub(crate) fn may_contain(&self, text: &str) -> bool {
+        match &self.0 {
+            Form::Text(json) => json.contains(text),
+            Form::Tree(_) => true,
+        }
+    }
+
     /// The object as JSON text (shared, not copied, when it is stored as text).
     pub(crate) fn json(&self) -> Arc<str> {
         match &self.0 {
@@ -115,5 +124,14 @@ mod tests {
         assert_eq!(stored.value(), object);
         assert_eq!(&*stored.json(), object.to_string());
         assert_eq!(stored.item_json(), object.to_string());
+        assert!(stored.may_contain("not in it"), "a tree is never ruled out");
+    }
+
+    #[test]
+    fn an_object_may_contain_only_text_its_json_contains() {
+        let stored = Stored::new(&json!({"metadata": {"name": "bot-1", "uid": "6f1c"}}));
+        assert!(stored.may_contain("6f1c"));
+        assert!(stored.may_contain("bot-1"));
+        assert!(!stored.may_contain("bot-2"));
     }
 }

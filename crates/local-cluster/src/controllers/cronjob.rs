@@ -46,7 +46,7 @@ impl Reconciler for CronJobController {
     }
 
     fn all(&self, store: &Store) -> Vec<Key> {
-        store.list(cronjobs()).iter().map(Key::of).collect()
+        framework::all_keys(store, cronjobs())
     }
 
     fn reconcile(&mut self, key: &Key, store: &Store) -> Action {

@@ -18,7 +18,7 @@ use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
 use crate::controllers::framework::{
-    Action, Effect, Key, Reconciler, owner_and_dependents, owner_keys,
+    self, Action, Effect, Key, Reconciler, owner_and_dependents, owner_keys,
 };
 use crate::controllers::recorder::Event;
 use crate::registry::api_error::ApiError;
@@ -52,7 +52,7 @@ impl Reconciler for DeploymentController {
     }
 
     fn all(&self, store: &Store) -> Vec<Key> {
-        store.list(deployments()).iter().map(Key::of).collect()
+        framework::all_keys(store, deployments())
     }
 
     fn reconcile(&mut self, key: &Key, store: &Store) -> Action {

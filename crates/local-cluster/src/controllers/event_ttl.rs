@@ -10,7 +10,7 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
 
-use crate::controllers::framework::{Action, Effect, Key, Reconciler};
+use crate::controllers::framework::{self, Action, Effect, Key, Reconciler};
 use crate::controllers::recorder::events;
 use crate::registry::delete::DeleteOptions;
 use crate::registry::meta;
@@ -40,7 +40,7 @@ impl Reconciler for EventTtl {
     }
 
     fn all(&self, store: &Store) -> Vec<Key> {
-        store.list(events()).iter().map(Key::of).collect()
+        framework::all_keys(store, events())
     }
 
     fn reconcile(&mut self, key: &Key, store: &Store) -> Action {

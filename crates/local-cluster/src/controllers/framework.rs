@@ -344,6 +344,18 @@ pub(crate) fn owner_keys(
     Vec::new()
 }
 
+/// The key of every object of `resource`, for a resync: read from the store's keys, no object is parsed.
+pub(crate) fn all_keys(store: &Store, resource: &'static ResourceType) -> Vec<Key> {
+    store.read(|s| {
+        s.list_entries(resource, None)
+            .map(|(key, _)| Key {
+                namespace: key.namespace.clone(),
+                name: key.name.clone(),
+            })
+            .collect()
+    })
+}
+
 /// The `owner` object at `key` and the `dependent` objects in its namespace whose owner references name it (by
 /// uid), read in one consistent snapshot; `None` when the owner is gone. The dependents are found through the
 /// store's owner index, ordered by name: only they are read, not the whole namespace.

@@ -85,7 +85,7 @@ impl Reconciler for JobController {
     }
 
     fn all(&self, store: &Store) -> Vec<Key> {
-        let mut keys: Vec<Key> = store.list(jobs()).iter().map(Key::of).collect();
+        let mut keys: Vec<Key> = framework::all_keys(store, jobs());
         keys.extend(store.list(pods()).iter().filter_map(key_of_pod));
         keys
     }

@@ -34,7 +34,7 @@ impl Reconciler for ReplicaSetController {
     }
 
     fn all(&self, store: &Store) -> Vec<Key> {
-        store.list(replicasets()).iter().map(Key::of).collect()
+        framework::all_keys(store, replicasets())
     }
 
     fn reconcile(&mut self, key: &Key, store: &Store) -> Action {

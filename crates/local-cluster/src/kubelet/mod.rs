@@ -121,7 +121,7 @@ fn pod_keys(change: &Change) -> Vec<Key> {
 
 /// Every pod, for a kubelet's resync.
 fn all_pods(store: &Store) -> Vec<Key> {
-    store.list(pods()).iter().map(Key::of).collect()
+    framework::all_keys(store, pods())
 }
 
 impl Reconciler for ScriptedKubelet {

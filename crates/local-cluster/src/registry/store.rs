@@ -260,18 +260,24 @@ impl Inner {
         resource: &'static ResourceType,
         namespace: Option<&'a str>,
     ) -> impl Iterator<Item = &'a Stored> + 'a {
+        self.list_entries(resource, namespace).map(|(_, v)| v)
+    }
+
+    /// [`Inner::list_stored`] with each object's key.
+    pub(crate) fn list_entries<'a>(
+        &'a self,
+        resource: &'static ResourceType,
+        namespace: Option<&'a str>,
+    ) -> impl Iterator<Item = (&'a ObjectKey, &'a Stored)> + 'a {
         let start = ObjectKey {
             group: resource.storage_group(),
             plural: resource.plural,
             namespace: namespace.unwrap_or_default().to_owned(),
             name: String::new(),
         };
-        self.objects
-            .range(start..)
-            .take_while(move |(k, _)| {
-                k.is_of(resource) && namespace.is_none_or(|ns| k.namespace == ns)
-            })
-            .map(|(_, v)| v)
+        self.objects.range(start..).take_while(move |(k, _)| {
+            k.is_of(resource) && namespace.is_none_or(|ns| k.namespace == ns)
+        })
     }
 
     /// Every object (any type), for the garbage collector and the state file.

@@ -825,11 +825,16 @@ async fn a_changed_apply_of_100_jobs_reads_the_live_state_once() {
 /// An applied `JOBS` whose `nightly` then changes, and an `apply` of the change held when it asks for the lock
 /// (after it read and planned): the caller changes the cluster, then releases it.
 async fn apply_held_at_the_lock() -> (Cluster, Background) {
+    apply_of_held_at_the_lock(&JOBS.replace("./nightly.sh", "./nightly.sh --verbose")).await
+}
+
+/// An applied `JOBS`, and an `apply` of `changed` held when it asks for the lock.
+async fn apply_of_held_at_the_lock(changed: &str) -> (Cluster, Background) {
     let cluster = Cluster::start().await;
     cluster.write_jobs(JOBS);
     cluster.run(&["apply"]).await.expect_code(0);
 
-    cluster.write_jobs(&JOBS.replace("./nightly.sh", "./nightly.sh --verbose"));
+    cluster.write_jobs(changed);
     cluster
         .local
         .hold(toolforge_local_cluster::Hold::after("get", "leases"));
@@ -950,4 +955,30 @@ async fn a_write_that_conflicts_makes_the_plan_read_again_once() {
         "{}",
         reads(&cluster)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_jobs_written_before_a_conflict_count_as_applied() {
+    let changed = JOBS
+        .replace("./nightly.sh", "./nightly.sh --verbose")
+        .replace("./bot.py", "./bot.py --verbose");
+    let (cluster, mut apply) = apply_of_held_at_the_lock(&changed).await;
+    // `nightly` and `bot` are updated side by side; `nightly`'s update conflicts with a hand edit, `bot`'s goes
+    // through, so the plan made again changes only `nightly`.
+    cron_jobs(&cluster)
+        .patch(
+            "nightly",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"edited": "by-hand"}}})),
+        )
+        .await
+        .unwrap();
+    cluster.local.release_held();
+
+    assert_eq!(apply.exit_code().await, 0, "{}", apply.log());
+    apply
+        .wait_for_log("reading the live state again and planning again", 1)
+        .await;
+    apply.wait_for_log("applied: 2 of 3 jobs changed", 1).await;
+    verbose_nightly(&cluster).await;
 }

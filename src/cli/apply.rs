@@ -183,7 +183,7 @@ async fn release(lock: Lock) {
 
 /// Carries the plan out. A write whose precondition failed (409 Conflict: somebody changed the object since it
 /// was read) makes the live state read and the plan made again, once, and the new plan carried out: what was
-/// written already is unchanged in it. A second conflict stops the apply.
+/// written already is unchanged in it, and counts as applied. A second conflict stops the apply.
 async fn carry_out(
     planned: &mut Planned,
     carrying: Carrying<'_>,
@@ -191,6 +191,7 @@ async fn carry_out(
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
     let mut planned_again = false;
+    let mut applied_before = Vec::new();
     let carried = loop {
         if let Some(status) = stops_before_writing(planned, args, printer)? {
             return Ok(status);
@@ -216,13 +217,38 @@ async fn carry_out(
                     "note: {}: it changed since it was read; reading the live state again and planning again\n",
                     why.join(": ")
                 ))?;
+                let changing = changing_jobs(&planned.plan);
                 planned.refresh(&args.plan.settings(false)).await?;
+                applied_before = done_since(changing, &planned.plan);
                 print_plan(planned, carrying.json, printer)?;
             }
             result => break result?,
         }
     };
-    report(planned, &carried, printer)
+    report(planned, &carried, &applied_before, printer)
+}
+
+/// The jobs `plan` changes, in its order.
+fn changing_jobs(plan: &crate::plan::Plan) -> Vec<String> {
+    plan.actions
+        .iter()
+        .filter(|action| action.action.changes())
+        .map(|action| action.job.clone())
+        .collect()
+}
+
+/// Of the jobs an interrupted plan was changing, those the plan made again finds as they should be: the writes of
+/// the first plan that went through (nobody else writes our hash), so the apply changed them.
+fn done_since(changing: Vec<String>, again: &crate::plan::Plan) -> Vec<String> {
+    changing
+        .into_iter()
+        .filter(|job| {
+            again
+                .actions
+                .iter()
+                .any(|action| action.job == *job && action.action == Action::Unchanged)
+        })
+        .collect()
 }
 
 /// The exit status when the plan is not carried out: a dry run, a refused plan or one with errors, nothing to
@@ -265,21 +291,33 @@ fn stops_before_writing(
     Ok(None)
 }
 
-/// Says what carrying the plan out did, and how the apply exits.
-fn report(planned: &Planned, carried: &CarriedOut, printer: Printer) -> Result<ExitStatus, Error> {
+/// Says what carrying the plan out did, and how the apply exits; `applied_before` are the jobs a plan interrupted
+/// by a conflict changed before this one was made.
+fn report(
+    planned: &Planned,
+    carried: &CarriedOut,
+    applied_before: &[String],
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
     let plan = &planned.plan;
     let status = exit_status(carried);
     let (applied, unsuccessful) = (&carried.applied, carried.unsuccessful());
+    let changed = |job: &str| {
+        applied
+            .changed
+            .iter()
+            .chain(applied_before)
+            .any(|changed| changed == job)
+    };
     let changing: Vec<&str> = plan
         .actions
         .iter()
-        .filter(|action| action.action.changes())
+        .filter(|action| action.action.changes() || applied_before.contains(&action.job))
         .map(|action| action.job.as_str())
         .collect();
+    let changed_count = applied.changed.len() + applied_before.len();
     // In the plan's order: the order the writes finished in means nothing to the reader.
-    let (done, not_applied): (Vec<&str>, Vec<&str>) = changing
-        .iter()
-        .partition(|job| applied.changed.iter().any(|changed| changed == *job));
+    let (done, not_applied): (Vec<&str>, Vec<&str>) = changing.iter().partition(|job| changed(job));
     let message = match &applied.failed_barrier {
         _ if applied.interrupted => {
             interrupted_message(&done, &not_applied, &applied.not_waited_for)
@@ -300,14 +338,14 @@ fn report(planned: &Planned, carried: &CarriedOut, printer: Printer) -> Result<E
                 let jobs: Vec<&str> = unsuccessful.iter().map(String::as_str).collect();
                 format!(
                     "error: {} of {} jobs changed, but {} did not succeed (see above)\n",
-                    applied.changed.len(),
+                    changed_count,
                     plan.actions.len(),
                     listed(&jobs)
                 )
             }
             None => format!(
                 "applied: {} of {} jobs changed\n",
-                applied.changed.len(),
+                changed_count,
                 plan.actions.len()
             ),
         },

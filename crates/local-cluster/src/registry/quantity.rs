@@ -58,6 +58,15 @@ impl Quantity {
         }
     }
 
+    /// `count` times this quantity (a count of objects charged [`Quantity::ONE`] each).
+    #[must_use]
+    pub(crate) fn times(self, count: usize) -> Quantity {
+        Quantity {
+            nano: self.nano * i128::try_from(count).unwrap_or(i128::MAX),
+            format: self.format,
+        }
+    }
+
     /// The larger of two, keeping the format of the one chosen (`self` on a tie).
     #[must_use]
     pub(crate) fn larger(self, other: Quantity) -> Quantity {

@@ -283,25 +283,37 @@ pub(crate) fn refresh(s: &mut Inner) {
     }
 }
 
-/// The usage of everything stored in a namespace that is in the quota's scopes.
+/// The usage of everything stored in a namespace that is in the quota's scopes. Only a pod's usage and scopes
+/// depend on what it is: the namespace's other objects are counted from the store's keys, not parsed (this runs
+/// after every write to a namespace with a quota).
 fn usage_in_scope(s: &Inner, namespace: &str, quota: &Value) -> Resources {
     let mut totals = Resources::new();
+    let mut charge = |used: Resources, times: usize| {
+        for (name, quantity) in used {
+            let sum = totals
+                .get(&name)
+                .copied()
+                .unwrap_or(Quantity::ZERO)
+                .add(quantity.times(times));
+            totals.insert(name, sum);
+        }
+    };
     let stored: Vec<&'static ResourceType> = RESOURCES.iter().chain(s.custom.stored()).collect();
     for resource in stored
         .into_iter()
         .filter(|r| r.namespaced && r.view.is_none() && counted(r))
     {
-        for object in s
-            .list(resource, Some(namespace))
-            .filter(|o| in_scope(quota, resource, o))
-        {
-            for (name, quantity) in usage(resource, &object) {
-                let sum = totals
-                    .get(&name)
-                    .copied()
-                    .unwrap_or(Quantity::ZERO)
-                    .add(quantity);
-                totals.insert(name, sum);
+        if is_pods(resource) {
+            for pod in s
+                .list(resource, Some(namespace))
+                .filter(|pod| in_scope(quota, resource, pod))
+            {
+                charge(usage(resource, &pod), 1);
+            }
+        } else if in_scope(quota, resource, &Value::Null) {
+            let objects = s.list_entries(resource, Some(namespace)).count();
+            if objects > 0 {
+                charge(usage(resource, &Value::Null), objects);
             }
         }
     }
@@ -313,7 +325,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::registry::resources::{jobs, pods};
+    use crate::registry::resources::{configmaps, jobs, pods};
     use crate::registry::store::Store;
 
     fn quota(name: &str, hard: &Value) -> Value {
@@ -356,19 +368,32 @@ mod tests {
                 quota(
                     "q",
                     &json!({"pods": "10", "count/pods": "10", "requests.cpu": "2",
-                "limits.memory": "8Gi", "count/jobs.batch": "15"}),
+                "limits.memory": "8Gi", "count/jobs.batch": "15", "configmaps": "9",
+                "count/configmaps": "9"}),
                 ),
             ),
             (pods(), pod("a", &resources, "Running")),
             (pods(), pod("b", &resources, "Pending")),
             (pods(), pod("done", &resources, "Succeeded")),
+            (
+                configmaps(),
+                json!({"metadata": {"name": "one", "namespace": "tool"}}),
+            ),
+            (
+                configmaps(),
+                json!({"metadata": {"name": "two", "namespace": "tool"}}),
+            ),
+            (
+                configmaps(),
+                json!({"metadata": {"name": "elsewhere", "namespace": "other"}}),
+            ),
         ]);
         let status = store.get(resourcequotas(), "tool", "q").expect("stored")["status"].clone();
         assert_eq!(status["hard"]["requests.cpu"], "2");
         assert_eq!(
             status["used"],
             json!({"pods": "2", "count/pods": "3", "requests.cpu": "1", "limits.memory": "1Gi",
-                "count/jobs.batch": "0"})
+                "count/jobs.batch": "0", "configmaps": "2", "count/configmaps": "2"})
         );
         store
             .write(|s| {

@@ -526,9 +526,12 @@ pub(crate) fn list(
     namespace: Option<&str>,
     filter: &Filter,
 ) -> Value {
+    let required = filter.labels.required_text();
     store.read(|s| {
         let items: Vec<Value> = s
-            .list(resource, namespace)
+            .list_stored(resource, namespace)
+            .filter(|stored| required.iter().all(|text| stored.may_contain(text)))
+            .map(Stored::value)
             .filter(|o| filter.matches(o))
             .collect();
         list_object(resource, s.resource_version(), items)
@@ -536,16 +539,19 @@ pub(crate) fn list(
 }
 
 /// [`list`] as JSON text, written from the objects' stored text rather than parsed and serialised again: the
-/// body of a plain list of a built-in type, which needs no conversion. Objects are parsed only to apply a selector.
+/// body of a plain list of a built-in type, which needs no conversion. Objects are parsed only to apply a selector,
+/// and only those whose text has what the label selector requires.
 pub(crate) fn list_json(
     store: &Store,
     resource: &'static ResourceType,
     namespace: Option<&str>,
     filter: &Filter,
 ) -> String {
+    let required = filter.labels.required_text();
     store.read(|s| {
         let items: Vec<String> = s
             .list_stored(resource, namespace)
+            .filter(|stored| required.iter().all(|text| stored.may_contain(text)))
             .filter(|stored| filter.is_everything() || filter.matches(&stored.value()))
             .map(Stored::item_json)
             .collect();

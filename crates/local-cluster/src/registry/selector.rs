@@ -90,6 +90,24 @@ impl LabelSelector {
         self.requirements.is_empty()
     }
 
+    /// Pieces of JSON text that every matching object's compact JSON (as `serde_json` writes it) contains: a
+    /// `"key":"value"` member for each single-valued `=`/`in`, a `"key":` for each existence. Objects whose text
+    /// lacks one need not be parsed to be ruled out.
+    pub(crate) fn required_text(&self) -> Vec<String> {
+        self.requirements
+            .iter()
+            .filter_map(|r| match &r.operator {
+                Operator::In(values) if values.len() == 1 => Some(format!(
+                    "{}:{}",
+                    Value::from(r.key.as_str()),
+                    Value::from(values[0].as_str())
+                )),
+                Operator::Exists => Some(format!("{}:", Value::from(r.key.as_str()))),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Whether an object's labels satisfy every requirement.
     #[must_use]
     pub fn matches(&self, object: &Value) -> bool {
@@ -404,10 +422,32 @@ mod tests {
             (" app = web , tier ", true),
             ("", true),
         ];
+        let json = o.to_string();
         for (text, expected) in cases {
             let selector = LabelSelector::parse(text).expect(text);
             assert_eq!(selector.matches(&o), expected, "{text}");
+            let in_text = selector
+                .required_text()
+                .iter()
+                .all(|piece| json.contains(piece.as_str()));
+            assert!(
+                in_text || !expected,
+                "{text}: a match ruled out by its text"
+            );
         }
+        let texts = |selector: &str| {
+            LabelSelector::parse(selector)
+                .expect(selector)
+                .required_text()
+        };
+        assert_eq!(
+            texts("app=web,tier in (front),env,!gone,x notin (y),y in (a,b)"),
+            [r#""app":"web""#, r#""tier":"front""#, r#""env":"#]
+        );
+        assert!(
+            !json.contains(&texts("app=db")[0]),
+            "an object is ruled out by its text"
+        );
     }
 
     #[test]

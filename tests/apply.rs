@@ -920,13 +920,10 @@ async fn a_status_written_since_the_read_is_no_conflict_of_the_plan() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_write_that_conflicts_makes_the_plan_read_again_once() {
-    let (cluster, mut apply) = apply_held_at_the_lock().await;
-    // Held at the lock, the apply has planned an update of `nightly` from the CronJob it listed; somebody edits
-    // the CronJob by hand (not through an apply: the inventory stays as it was), so the update's
-    // resourceVersion is stale.
-    cron_jobs(&cluster)
+/// Somebody edits the CronJob `nightly` by hand (not through an apply: the inventory stays as it was), so an
+/// update planned from what was listed before has a stale resourceVersion.
+async fn edit_nightly_by_hand(cluster: &Cluster) {
+    cron_jobs(cluster)
         .patch(
             "nightly",
             &PatchParams::default(),
@@ -934,6 +931,13 @@ async fn a_write_that_conflicts_makes_the_plan_read_again_once() {
         )
         .await
         .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_that_conflicts_makes_the_plan_read_again_once() {
+    let (cluster, mut apply) = apply_held_at_the_lock().await;
+    // Held at the lock, the apply has planned an update of `nightly` from the CronJob it listed.
+    edit_nightly_by_hand(&cluster).await;
     cluster.local.reset_request_counts();
     cluster.local.release_held();
 
@@ -965,14 +969,7 @@ async fn the_jobs_written_before_a_conflict_count_as_applied() {
     let (cluster, mut apply) = apply_of_held_at_the_lock(&changed).await;
     // `nightly` and `bot` are updated side by side; `nightly`'s update conflicts with a hand edit, `bot`'s goes
     // through, so the plan made again changes only `nightly`.
-    cron_jobs(&cluster)
-        .patch(
-            "nightly",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"labels": {"edited": "by-hand"}}})),
-        )
-        .await
-        .unwrap();
+    edit_nightly_by_hand(&cluster).await;
     cluster.local.release_held();
 
     assert_eq!(apply.exit_code().await, 0, "{}", apply.log());

@@ -402,7 +402,7 @@ mod tests {
 
     #[test]
     fn the_dependents_are_the_objects_of_the_dependent_type_naming_the_owner_by_uid() {
-        let store = Store::new(100, crate::clock::Clock::default());
+        let store = ops::store_with_namespace("a");
         let create = |resource, object| {
             ops::create(
                 &store,
@@ -414,14 +414,6 @@ mod tests {
             .expect("created")
             .object
         };
-        ops::create(
-            &store,
-            ops::namespaces(),
-            None,
-            json!({"metadata": {"name": "a"}}),
-            &WriteOptions::default(),
-        )
-        .expect("namespace");
         let owner = create(configmaps(), json!({"metadata": {"name": "owner"}}));
         let reference = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}]);
         for name in ["z-dependent", "a-dependent"] {
@@ -462,16 +454,7 @@ mod tests {
 
     #[test]
     fn a_refused_creation_stops_the_effects_and_records_failed_create_with_the_error() {
-        let store = Store::new(100, crate::clock::Clock::default());
-        let namespace = json!({"metadata": {"name": "default"}});
-        ops::create(
-            &store,
-            ops::namespaces(),
-            None,
-            namespace,
-            &WriteOptions::default(),
-        )
-        .expect("namespace");
+        let store = ops::store_with_namespace("default");
         let job = json!({"metadata": {"name": "j", "namespace": "default", "uid": "ju"}});
         let invalid = json!({"metadata": {"name": "j-abcde", "namespace": "default"}, "spec": {"containers": []}});
         let later = Event::about(

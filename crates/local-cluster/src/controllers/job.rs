@@ -95,8 +95,7 @@ impl Reconciler for JobController {
             let job = s.get(&ObjectKey::new(jobs(), &key.namespace, &key.name));
             // A pod of the Job names it (as its owner or in its label): the namespace's other pods are not parsed.
             let pods: Vec<Value> = s
-                .list_stored(pods(), Some(&key.namespace))
-                .filter(|p| p.may_contain(&key.name))
+                .list_mentioning(pods(), Some(&key.namespace), &[key.name.as_str()])
                 .map(Stored::value)
                 .filter(|p| job_of(p) == Some(key.name.as_str()))
                 .collect();

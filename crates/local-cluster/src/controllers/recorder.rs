@@ -84,10 +84,9 @@ pub(crate) fn record(store: &crate::registry::store::Store, event: &Event) -> Re
         .to_owned();
     let now = meta::now(store.clock());
     // Only an event naming the involved object's uid can be the same one: the others are not parsed.
-    let uid = meta::str_at(&event.involved, &["uid"]);
+    let uid = [meta::str_at(&event.involved, &["uid"]).unwrap_or_default()];
     let existing = store.read(|s| {
-        s.list_stored(resource, Some(&namespace))
-            .filter(|stored| uid.is_none_or(|uid| stored.may_contain(uid)))
+        s.list_mentioning(resource, Some(&namespace), &uid)
             .map(Stored::value)
             .find(|stored| same(stored, event))
     });
@@ -145,19 +144,10 @@ pub(crate) fn record(store: &crate::registry::store::Store, event: &Event) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::store::Store;
 
     #[test]
     fn a_repeat_counts_on_the_existing_event_and_a_new_message_is_a_new_event() {
-        let store = Store::new(100, crate::clock::Clock::default());
-        ops::create(
-            &store,
-            ops::namespaces(),
-            None,
-            json!({"metadata": {"name": "default"}}),
-            &WriteOptions::default(),
-        )
-        .expect("namespace");
+        let store = ops::store_with_namespace("default");
         let pods = resources::find("", "v1", "pods").expect("served");
         let pod = json!({"metadata": {"name": "p", "namespace": "default", "uid": "u1", "resourceVersion": "5"}});
         let event_about = |pod: &Value, message: &str| {

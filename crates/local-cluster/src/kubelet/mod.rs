@@ -966,10 +966,8 @@ mod tests {
     #[test]
     fn a_deleted_pod_is_forgotten_and_a_new_one_of_the_same_name_starts_from_the_beginning() {
         use crate::registry::ops::{self, WriteOptions};
-        let store = Store::new(100, crate::clock::Clock::default());
+        let store = ops::store_with_namespace("default");
         let options = WriteOptions::default();
-        let namespace = json!({"metadata": {"name": "default"}});
-        ops::create(&store, ops::namespaces(), None, namespace, &options).expect("namespace");
         let script = Script::new(ContainerOutcome::RunForever).start_delay(Duration::ZERO);
         let mut kubelet = ScriptedKubelet::new(script);
         let key = Key {

@@ -529,8 +529,7 @@ pub(crate) fn list(
     let required = filter.labels.required_text();
     store.read(|s| {
         let items: Vec<Value> = s
-            .list_stored(resource, namespace)
-            .filter(|stored| required.iter().all(|text| stored.may_contain(text)))
+            .list_mentioning(resource, namespace, &required)
             .map(Stored::value)
             .filter(|o| filter.matches(o))
             .collect();
@@ -550,8 +549,7 @@ pub(crate) fn list_json(
     let required = filter.labels.required_text();
     store.read(|s| {
         let items: Vec<String> = s
-            .list_stored(resource, namespace)
-            .filter(|stored| required.iter().all(|text| stored.may_contain(text)))
+            .list_mentioning(resource, namespace, &required)
             .filter(|stored| filter.is_everything() || filter.matches(&stored.value()))
             .map(Stored::item_json)
             .collect();
@@ -595,24 +593,30 @@ pub(crate) fn list_object(
     })
 }
 
+/// An empty store holding the namespace `name`, for tests that create objects in it.
+#[cfg(test)]
+pub(crate) fn store_with_namespace(name: &str) -> Store {
+    let store = Store::new(100, crate::clock::Clock::default());
+    let namespace = json!({"metadata": {"name": name}});
+    create(
+        &store,
+        namespaces(),
+        None,
+        namespace,
+        &WriteOptions::default(),
+    )
+    .expect("namespace");
+    store
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_list_written_from_the_stored_text_is_the_list_serialised() {
-        let store = Store::new(100, crate::clock::Clock::default());
+        let store = store_with_namespace("default");
         let configmaps = resources::find("", "v1", "configmaps").expect("served");
-        store
-            .write(|s| {
-                s.create(
-                    namespaces(),
-                    json!({"apiVersion": "v1", "kind": "Namespace",
-                    "metadata": {"name": "default"}}),
-                );
-                Ok(())
-            })
-            .expect("written");
         for (name, team) in [("a", "x"), ("b", "y"), ("c", "x")] {
             let map = json!({"metadata": {"name": name, "labels": {"team": team}},
                 "data": {"kind": "\"},{[", "apiVersion": "é"}});

@@ -263,6 +263,18 @@ impl Inner {
         self.list_entries(resource, namespace).map(|(_, v)| v)
     }
 
+    /// [`Inner::list_stored`] without the objects whose JSON text lacks one of `texts`: a substring test rules
+    /// them out before anybody parses them ([`Stored::may_contain`]).
+    pub(crate) fn list_mentioning<'a>(
+        &'a self,
+        resource: &'static ResourceType,
+        namespace: Option<&'a str>,
+        texts: &'a [impl AsRef<str>],
+    ) -> impl Iterator<Item = &'a Stored> + 'a {
+        self.list_stored(resource, namespace)
+            .filter(move |stored| texts.iter().all(|text| stored.may_contain(text.as_ref())))
+    }
+
     /// [`Inner::list_stored`] with each object's key.
     pub(crate) fn list_entries<'a>(
         &'a self,

@@ -1780,7 +1780,8 @@ fn run_creates_the_rendered_objects_without_inventory_labels() {
         ]
     );
     for write in &action.writes {
-        let labels = write.manifest["metadata"]["labels"].as_object().unwrap();
+        let manifest = write.manifest.value();
+        let labels = manifest["metadata"]["labels"].as_object().unwrap();
         assert!(
             !labels.contains_key("jobs.toolforge.org/inventory"),
             "{labels:?}"
@@ -1875,9 +1876,10 @@ fn restart_plans_a_rolling_restart_a_run_now_or_a_rerun() {
     let action = rolling.action("bot").unwrap();
     assert_eq!(action.action, Action::Update);
     assert_eq!(action.writes[0].verb, plan::WriteVerb::Patch);
-    assert_eq!(action.writes[0].manifest["metadata"]["uid"], "u-bot");
+    let patch = action.writes[0].manifest.value();
+    assert_eq!(patch["metadata"]["uid"], "u-bot");
     assert_eq!(
-        action.writes[0].manifest["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"],
+        patch["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"],
         now
     );
 
@@ -1895,7 +1897,7 @@ fn restart_plans_a_rolling_restart_a_run_now_or_a_rerun() {
     let action = rerun.action("migrate").unwrap();
     assert_eq!(action.action, Action::Replace);
     assert_eq!(action.deletes[0].object.uid.as_deref(), Some("u-migrate"));
-    let created = &action.writes[0].manifest;
+    let created = action.writes[0].manifest.value();
     assert!(created["spec"]["selector"].is_null(), "{created}");
     assert!(created["metadata"]["uid"].is_null(), "{created}");
     assert!(

@@ -245,7 +245,7 @@ async fn put(executor: &Executor, write: &Write) -> Result<DynamicObject, WriteE
     let manifest = match write.verb {
         WriteVerb::Update => guarded(write, planned_against.as_ref()),
         WriteVerb::Create => suspended_if_one_off(write),
-        WriteVerb::Label | WriteVerb::Resume | WriteVerb::Patch => write.manifest.clone(),
+        WriteVerb::Label | WriteVerb::Resume | WriteVerb::Patch => write.manifest.value(),
     };
     let typed: DynamicObject =
         serde_json::from_value(manifest.clone()).map_err(|source| WriteError::Manifest {
@@ -304,7 +304,7 @@ async fn put(executor: &Executor, write: &Write) -> Result<DynamicObject, WriteE
 
 /// A one-off's Job is created suspended (see [`resume`]); everything else as rendered.
 fn suspended_if_one_off(write: &Write) -> Value {
-    let mut manifest = write.manifest.clone();
+    let mut manifest = write.manifest.value();
     if write.object.kind == ObjectKind::Job {
         manifest["spec"]["suspend"] = json!(true);
     }
@@ -419,7 +419,7 @@ fn changed_only_by_controllers(planned_against: &Value, current: &DynamicObject)
 /// The manifest of an update, guarded by the UID and resourceVersion we planned against (a concurrent change
 /// fails with a conflict instead of being overwritten). A Service keeps the cluster IPs the server assigned.
 fn guarded(write: &Write, planned_against: Option<&Value>) -> Value {
-    let mut manifest = write.manifest.clone();
+    let mut manifest = write.manifest.value();
     let Some(live) = planned_against else {
         return manifest;
     };

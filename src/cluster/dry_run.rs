@@ -65,7 +65,7 @@ async fn dry_run_action(
         }
         let api: Api<DynamicObject> =
             Api::namespaced_with(client.clone(), namespace, &api_resource(write.object.kind));
-        let object: DynamicObject = match serde_json::from_value(write.manifest.clone()) {
+        let object: DynamicObject = match write.manifest.decode() {
             Ok(object) => object,
             Err(error) => {
                 return Ok(Some(DryRun::Rejected {

@@ -9,6 +9,7 @@
 //! be reported as a conflict instead of failing the create. Which reads a plan needs is the pipeline's business
 //! (docs/apply.md, "Reading the live state").
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -49,12 +50,11 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// The inventory, empty when none is stored.
-    pub fn inventory(&self) -> Inventory {
+    /// The inventory, empty when none is stored (borrowed: at 10 000 jobs a copy is megabytes).
+    pub fn inventory(&self) -> Cow<'_, Inventory> {
         self.inventory
             .as_ref()
-            .map(|stored| stored.inventory.clone())
-            .unwrap_or_default()
+            .map_or_else(Cow::default, |stored| Cow::Borrowed(&stored.inventory))
     }
 }
 

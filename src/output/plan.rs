@@ -209,8 +209,9 @@ fn diffs(out: &mut String, action: &PlannedAction, live: &LiveState, paint: Pain
         let Some(live_object) = live.manifest(write.object.kind, &write.object.name) else {
             continue;
         };
-        let before = yaml(&owned(&live_object, &write.manifest, false));
-        let after = yaml(&write.manifest);
+        let manifest = write.manifest.value();
+        let before = yaml(&owned(&live_object, &manifest, false));
+        let after = yaml(&manifest);
         if before == after {
             continue;
         }

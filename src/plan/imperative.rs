@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 use super::decide::{kind_of_object, workload_kind};
 use super::{
-    Action, Delete, LiveRecord, LiveState, ObjectKind, ObjectRef, Plan, PlannedAction, Propagation,
-    RecordUpdate, Write, WriteVerb, record_object,
+    Action, Delete, LiveRecord, LiveState, Manifest, ObjectKind, ObjectRef, Plan, PlannedAction,
+    Propagation, RecordUpdate, Write, WriteVerb, record_object,
 };
 use crate::model::{Kind, labels};
 use crate::render::record::{self, RecordKind};
@@ -169,22 +169,22 @@ fn framework_record<'a>(
 }
 
 /// A rendered workload without inventory labels: a job outside any file.
-fn workload_manifest(rendered: &Rendered) -> Value {
+fn workload_manifest(rendered: &Rendered) -> Manifest {
     // Kubernetes objects always serialise.
     unlabelled(serde_json::to_value(&rendered.workload).expect("a rendered object serialises"))
 }
 
-fn service_manifest(service: &Service) -> Value {
+fn service_manifest(service: &Service) -> Manifest {
     // Kubernetes objects always serialise.
     unlabelled(serde_json::to_value(service).expect("a rendered Service serialises"))
 }
 
-fn unlabelled(mut manifest: Value) -> Value {
+fn unlabelled(mut manifest: Value) -> Manifest {
     if let Some(labels) = manifest["metadata"]["labels"].as_object_mut() {
         labels.remove(labels::INVENTORY);
         labels.remove(labels::APPLYSET_PART_OF);
     }
-    manifest
+    Manifest::from(manifest)
 }
 
 /// The job's Service, when it carries the managed-by label.
@@ -239,7 +239,7 @@ pub fn restart(job: &str, workload: &LiveObject, live: &LiveState, now: &str) ->
                 Action::Update,
                 "`restart`: a rolling restart",
             );
-            let manifest = restarted(deployment, now);
+            let manifest = Manifest::from(restarted(deployment, now));
             action.writes.push(Write {
                 object,
                 verb: WriteVerb::Patch,
@@ -261,7 +261,7 @@ pub fn restart(job: &str, workload: &LiveObject, live: &LiveState, now: &str) ->
             action.writes.push(Write {
                 object: reference(ObjectKind::Job, job, None),
                 verb: WriteVerb::Create,
-                manifest: again(one_off),
+                manifest: Manifest::from(again(one_off)),
             });
             action
         }

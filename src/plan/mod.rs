@@ -15,6 +15,7 @@ mod guards;
 mod immutable;
 pub mod imperative;
 mod live;
+mod manifest;
 pub mod quota;
 
 use std::collections::BTreeMap;
@@ -28,6 +29,7 @@ use crate::render::record::RecordKind;
 
 pub use decide::{compute, compute_rendering};
 pub use live::{LiveRecord, LiveState};
+pub use manifest::Manifest;
 
 /// The version of the plan's JSON form; bumped on every incompatible change.
 pub const FORMAT_VERSION: u32 = 1;
@@ -426,7 +428,7 @@ pub struct Write {
     pub object: ObjectRef,
     pub verb: WriteVerb,
     /// The rendered object (for `label`: the object whose metadata is taken).
-    pub manifest: serde_json::Value,
+    pub manifest: Manifest,
 }
 
 /// One object to delete.

@@ -162,13 +162,13 @@ fn changes(plan: &Plan, live: &LiveState) -> BTreeMap<&'static str, i128> {
         }
         for write in &action.writes {
             match write.verb {
-                WriteVerb::Create => add(&write.manifest, write.object.kind, 1),
+                WriteVerb::Create => add(&write.manifest.value(), write.object.kind, 1),
                 WriteVerb::Update => {
                     // Overwritten in place: the count stays, the pods' resources change.
                     if let Some(object) = live.manifest(write.object.kind, &write.object.name) {
                         add(&object, write.object.kind, -1);
                     }
-                    add(&write.manifest, write.object.kind, 1);
+                    add(&write.manifest.value(), write.object.kind, 1);
                 }
                 // The Job and its pod count already; resuming lets the pod start.
                 WriteVerb::Label | WriteVerb::Resume | WriteVerb::Patch => {}

@@ -18,7 +18,7 @@ use crate::plan::immutable;
 use crate::plan::live::{self, Live, Objects, Owner};
 use crate::plan::record_object;
 use crate::plan::{
-    Action, Delete, FieldChange, ObjectKind, ObjectRef, Plan, PlanOptions, PlannedAction,
+    Action, Delete, FieldChange, Manifest, ObjectKind, ObjectRef, Plan, PlanOptions, PlannedAction,
     Propagation, RecordUpdate, Wait, Write, WriteVerb,
 };
 use crate::render::limits::violations;
@@ -391,18 +391,13 @@ impl Desired<'_> {
         None
     }
 
-    fn workload_manifest(&self) -> serde_json::Value {
-        // Kubernetes objects always serialise.
-        serde_json::to_value(&self.rendered.workload).expect("a rendered object serialises")
-    }
-
     fn write(&self, object: ObjectKind, verb: WriteVerb, uid: Option<String>) -> Write {
         let manifest = if object == ObjectKind::Service {
-            serde_json::to_value(&self.rendered.service).expect("a rendered Service serialises")
+            Manifest::of(&self.rendered.service)
         } else if object.is_record() {
-            self.rendered.record.clone().unwrap_or_default()
+            Manifest::of(&self.rendered.record)
         } else {
-            self.workload_manifest()
+            Manifest::of(&self.rendered.workload)
         };
         Write {
             object: ObjectRef {

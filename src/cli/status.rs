@@ -26,6 +26,7 @@ use crate::cluster::{self, ReadError};
 use crate::model::inventory::{ApplyRecord, ApplyResult, Inventory, RunOutcome};
 use crate::model::labels;
 use crate::output::{ExitStatus, Printer};
+use crate::plan::Listed;
 use crate::render::LiveObject;
 use crate::render::context::DEFAULT_SET_NAME;
 use crate::status::{self, Related, Short, duration};
@@ -251,8 +252,9 @@ async fn live_outcomes(
                 .map_err(list_error("Events"))
         },
     )?;
+    let listed: Vec<Listed<KubeJob>> = jobs.items.iter().map(Listed::new).collect();
     let related = Related {
-        jobs: &jobs.items,
+        jobs: &listed,
         pods: &pods.items,
         events: &events.items,
     };

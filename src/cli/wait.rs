@@ -106,7 +106,7 @@ pub(crate) async fn run(
                         .flatten()
                         .any(|owner| owner.uid == uid)
                 })
-                .max_by_key(|run: &&KubeJob| run.metadata.creation_timestamp.clone());
+                .max_by_key(|run| run.metadata.creation_timestamp.clone());
             let Some(latest) = latest else {
                 return Err(Error::NotRunYet { name: name.clone() });
             };

@@ -93,7 +93,9 @@ pub(super) struct Item<Spec, Status> {
 }
 
 /// A kind listed through [`Item`]: a metadata, spec and status object.
-pub(super) trait Listable: Sized {
+pub(super) trait Listable:
+    k8s_openapi::Metadata<Ty = ObjectMeta> + serde::Serialize + DeserializeOwned
+{
     type Spec: DeserializeOwned;
     type Status: DeserializeOwned;
     fn from_item(item: Item<Self::Spec, Self::Status>) -> Self;

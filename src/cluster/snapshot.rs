@@ -25,7 +25,7 @@ use crate::cluster::listing::{Item, Listable, Page, RawItem};
 use crate::cluster::{api_resource, inventory};
 use crate::cluster::{is_forbidden, is_not_found, retry};
 use crate::model::inventory::{Inventory, InventoryError};
-use crate::plan::{LiveRecord, LiveState, ObjectKind};
+use crate::plan::{Listed, LiveRecord, LiveState, Manifest, ObjectKind};
 use crate::render::context::{IMAGE_CONFIG_NAME, IMAGE_CONFIG_NAMESPACE};
 use crate::render::record::{self, RecordKind};
 
@@ -209,16 +209,16 @@ impl Snapshot {
         Ok(())
     }
 
-    fn add(&mut self, listed: Listed) {
+    fn add(&mut self, listed: KindList) {
         let live = Arc::make_mut(&mut self.live);
         match listed {
-            Listed::Jobs(items) => live.jobs.extend(items),
-            Listed::CronJobs(items) => live.cron_jobs.extend(items),
-            Listed::Deployments(items) => live.deployments.extend(items),
-            Listed::Services(items) => live.services.extend(items),
+            KindList::Jobs(items) => live.jobs.extend(items),
+            KindList::CronJobs(items) => live.cron_jobs.extend(items),
+            KindList::Deployments(items) => live.deployments.extend(items),
+            KindList::Services(items) => live.services.extend(items),
             // Records are written only where both kinds are served (as when they are listed together).
-            Listed::Records(None) => live.records = None,
-            Listed::Records(Some(records)) => {
+            KindList::Records(None) => live.records = None,
+            KindList::Records(Some(records)) => {
                 if let Some(all) = &mut live.records {
                     all.extend(records);
                 }
@@ -228,11 +228,11 @@ impl Snapshot {
 }
 
 /// What one LIST returned.
-enum Listed {
-    Jobs(Vec<KubeJob>),
-    CronJobs(Vec<CronJob>),
-    Deployments(Vec<Deployment>),
-    Services(Vec<Service>),
+enum KindList {
+    Jobs(Vec<Listed<KubeJob>>),
+    CronJobs(Vec<Listed<CronJob>>),
+    Deployments(Vec<Listed<Deployment>>),
+    Services(Vec<Listed<Service>>),
     /// `None`: the cluster does not serve that kind of record, or the tool may not list it.
     Records(Option<Vec<LiveRecord>>),
 }
@@ -242,24 +242,24 @@ async fn list_kind(
     client: &kube::Client,
     namespace: &str,
     kind: ObjectKind,
-) -> Result<Listed, ReadError> {
+) -> Result<KindList, ReadError> {
     let url = DynamicObject::url_path(&api_resource(kind), Some(namespace));
     Ok(match kind {
-        ObjectKind::Job => Listed::Jobs(workloads(client, namespace, &url, "Jobs").await?),
+        ObjectKind::Job => KindList::Jobs(workloads(client, namespace, &url, "Jobs").await?),
         ObjectKind::CronJob => {
-            Listed::CronJobs(workloads(client, namespace, &url, "CronJobs").await?)
+            KindList::CronJobs(workloads(client, namespace, &url, "CronJobs").await?)
         }
         ObjectKind::Deployment => {
-            Listed::Deployments(workloads(client, namespace, &url, "Deployments").await?)
+            KindList::Deployments(workloads(client, namespace, &url, "Deployments").await?)
         }
         ObjectKind::Service => {
-            Listed::Services(workloads(client, namespace, &url, "Services").await?)
+            KindList::Services(workloads(client, namespace, &url, "Services").await?)
         }
         ObjectKind::ContinuousJob => {
-            Listed::Records(records(client, namespace, &url, RecordKind::Continuous).await?)
+            KindList::Records(records(client, namespace, &url, RecordKind::Continuous).await?)
         }
         ObjectKind::ScheduledJob => {
-            Listed::Records(records(client, namespace, &url, RecordKind::Scheduled).await?)
+            KindList::Records(records(client, namespace, &url, RecordKind::Scheduled).await?)
         }
     })
 }
@@ -340,15 +340,16 @@ async fn workloads<K: Listable>(
     namespace: &str,
     url: &str,
     what: &'static str,
-) -> Result<Vec<K>, ReadError> {
-    pages::<Item<K::Spec, K::Status>>(client, url)
-        .await
-        .map(|items| items.into_iter().map(K::from_item).collect())
-        .map_err(|source| ReadError::List {
-            what,
-            namespace: namespace.to_owned(),
-            source,
-        })
+) -> Result<Vec<Listed<K>>, ReadError> {
+    pages(client, url, |item: Item<K::Spec, K::Status>| {
+        Ok(Listed::from(K::from_item(item)))
+    })
+    .await
+    .map_err(|source| ReadError::List {
+        what,
+        namespace: namespace.to_owned(),
+        source,
+    })
 }
 
 /// Upstream's stored records of one kind, at `url`, `None` when the cluster does not serve them (404) or the tool
@@ -364,39 +365,35 @@ async fn records(
         namespace: namespace.to_owned(),
         source,
     };
-    let listed = match pages::<RawItem>(client, url).await {
-        Ok(items) => items,
+    let record = |item: RawItem| {
+        let (metadata, mut object) = item.into_parts()?;
+        // The kind is the one its list was of.
+        object["apiVersion"] = record::api_version().into();
+        object["kind"] = kind.kind().into();
+        Ok(LiveRecord {
+            kind,
+            metadata,
+            object: Manifest::from(object),
+        })
+    };
+    match pages(client, url, record).await {
+        Ok(records) => Ok(Some(records)),
         Err(error) if is_not_found(&error) || is_forbidden(&error) => {
             tracing::debug!(%error, kind = kind.kind(), "no stored records; going on without");
-            return Ok(None);
+            Ok(None)
         }
-        Err(source) => return Err(list_error(source)),
-    };
-    let records = listed
-        .into_iter()
-        .map(|item| {
-            let (metadata, mut object) = item
-                .into_parts()
-                .map_err(|source| list_error(kube::Error::SerdeError(source)))?;
-            // The kind is the one its list was of.
-            object["apiVersion"] = record::api_version().into();
-            object["kind"] = kind.kind().into();
-            Ok(LiveRecord {
-                kind,
-                metadata,
-                object,
-            })
-        })
-        .collect::<Result<_, ReadError>>()?;
-    Ok(Some(records))
+        Err(source) => Err(list_error(source)),
+    }
 }
 
-/// The items of the LIST at `url`, read a page of [`PAGE_SIZE`] at a time: what one response holds stays small
-/// however many objects there are, as `kubectl get` reads them.
-async fn pages<T: DeserializeOwned>(
+/// The items of the LIST at `url`, each made into what is kept by `keep`, read a page of [`PAGE_SIZE`] at a time:
+/// what one response holds stays small however many objects there are, as `kubectl get` reads them, and only the
+/// kept form of the items read so far is held.
+async fn pages<T: DeserializeOwned, U>(
     client: &kube::Client,
     url: &str,
-) -> Result<Vec<T>, kube::Error> {
+    mut keep: impl FnMut(T) -> Result<U, serde_json::Error>,
+) -> Result<Vec<U>, kube::Error> {
     let request = kube::core::Request::new(url);
     let mut items = Vec::new();
     let mut params = ListParams::default().limit(PAGE_SIZE);
@@ -407,7 +404,9 @@ async fn pages<T: DeserializeOwned>(
             client.request::<Page<T>>(list).await
         })
         .await?;
-        items.extend(page.items);
+        for item in page.items {
+            items.push(keep(item).map_err(kube::Error::SerdeError)?);
+        }
         match page.metadata.continue_token {
             Some(token) if !token.is_empty() => params.continue_token = Some(token),
             _ => return Ok(items),

@@ -22,7 +22,7 @@ use crate::apply::{Applied, Progress};
 use crate::cluster::{self, Connection, ContextInputs, Passwd, ReadError, Snapshot};
 use crate::model::ToolName;
 use crate::model::labels;
-use crate::plan::{self, Plan};
+use crate::plan::{self, Listed, Plan};
 use crate::render::context::DEFAULT_SET_NAME;
 use crate::render::{LiveObject, ReadBack, RenderContext, TriggerFiles, read_back};
 use crate::status::{self, Related, Status};
@@ -176,7 +176,7 @@ impl LiveNamespace {
     /// The jobs, sorted by name. An object that cannot be read back is reported in the log and left out.
     pub fn jobs(&self) -> Vec<LiveJob> {
         let live = &self.snapshot.live;
-        let spawned = |job: &&KubeJob| {
+        let spawned = |job: &&Listed<KubeJob>| {
             job.metadata
                 .owner_references
                 .iter()
@@ -187,9 +187,17 @@ impl LiveNamespace {
             .jobs
             .iter()
             .filter(|job| !spawned(job))
-            .map(|job| LiveObject::Job(job.clone()))
-            .chain(live.cron_jobs.iter().cloned().map(LiveObject::CronJob))
-            .chain(live.deployments.iter().cloned().map(LiveObject::Deployment));
+            .map(|job| LiveObject::Job(job.decode()))
+            .chain(
+                live.cron_jobs
+                    .iter()
+                    .map(|cron_job| LiveObject::CronJob(cron_job.decode())),
+            )
+            .chain(
+                live.deployments
+                    .iter()
+                    .map(|deployment| LiveObject::Deployment(deployment.decode())),
+            );
         let related = Related {
             jobs: &live.jobs,
             pods: &self.pods,

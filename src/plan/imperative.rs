@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 use super::decide::{kind_of_object, workload_kind};
 use super::{
-    Action, Delete, LiveRecord, LiveState, Manifest, ObjectKind, ObjectRef, Plan, PlannedAction,
-    Propagation, RecordUpdate, Write, WriteVerb, record_object,
+    Action, Delete, Listed, LiveRecord, LiveState, Manifest, ObjectKind, ObjectRef, Plan,
+    PlannedAction, Propagation, RecordUpdate, Write, WriteVerb, record_object,
 };
 use crate::model::{Kind, labels};
 use crate::render::record::{self, RecordKind};
@@ -130,7 +130,9 @@ fn stored_record(action: &mut PlannedAction, rendered: &Rendered, live: &LiveSta
         let existing = framework_record(&action.job, kind, live);
         let wanted = wanted.filter(|record| record["kind"] == kind.kind());
         match (wanted, existing) {
-            (Some(record), Some(existing)) if !record::is_current(&existing.object, record) => {
+            (Some(record), Some(existing))
+                if !record::is_current(&existing.object.value(), record) =>
+            {
                 action.writes.push(Write {
                     object: reference(object, &action.job, existing.metadata.uid.clone()),
                     verb: WriteVerb::Update,
@@ -188,7 +190,7 @@ fn unlabelled(mut manifest: Value) -> Manifest {
 }
 
 /// The job's Service, when it carries the managed-by label.
-fn framework_service<'a>(job: &str, live: &'a LiveState) -> Option<&'a Service> {
+fn framework_service<'a>(job: &str, live: &'a LiveState) -> Option<&'a Listed<Service>> {
     live.services.iter().find(|service| {
         service.metadata.name.as_deref() == Some(job)
             && labels::is_framework(service.metadata.labels.as_ref())
@@ -292,8 +294,13 @@ fn running_runs<'a>(
                 .iter()
                 .flatten()
                 .any(|owner| Some(owner.uid.as_str()) == cron_uid);
-            let active = job.status.as_ref().and_then(|status| status.active);
-            owned && active.unwrap_or(0) > 0
+            owned
+                && job
+                    .decode()
+                    .status
+                    .and_then(|status| status.active)
+                    .unwrap_or(0)
+                    > 0
         })
         .map(|job| {
             let name = job.metadata.name.as_deref().unwrap_or_default();

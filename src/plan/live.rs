@@ -9,18 +9,18 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::model::inventory::RunOutcome;
 use crate::model::labels;
-use crate::plan::{ObjectKind, ObjectRef};
+use crate::plan::{Listed, ListedWorkload, Manifest, ObjectKind, ObjectRef};
 use crate::render::record::RecordKind;
-use crate::render::{LiveRef, Membership};
+use crate::render::{Membership, ReadBack, ReadBackError, RenderContext, read_back};
 
 /// The live objects of the tool's namespace, as listed (one LIST per kind). Objects without the jobs framework's
 /// managed-by label may be included (they are never touched, only detected as name clashes).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LiveState {
-    pub jobs: Vec<KubeJob>,
-    pub cron_jobs: Vec<CronJob>,
-    pub deployments: Vec<Deployment>,
-    pub services: Vec<Service>,
+    pub jobs: Vec<Listed<KubeJob>>,
+    pub cron_jobs: Vec<Listed<CronJob>>,
+    pub deployments: Vec<Listed<Deployment>>,
+    pub services: Vec<Listed<Service>>,
     /// Upstream's stored records (`ContinuousJob`s and `ScheduledJob`s); `None` when the cluster does not serve
     /// them or the tool may not list them, and then none is written.
     pub records: Option<Vec<LiveRecord>>,
@@ -31,8 +31,8 @@ pub struct LiveState {
 pub struct LiveRecord {
     pub kind: RecordKind,
     pub metadata: ObjectMeta,
-    /// The whole object, as listed.
-    pub object: serde_json::Value,
+    /// The whole object, as listed (kept as text: see [`Listed`]).
+    pub object: Manifest,
 }
 
 impl LiveRecord {
@@ -49,7 +49,7 @@ impl LiveRecord {
         Ok(Some(Self {
             kind,
             metadata,
-            object,
+            object: Manifest::from(object),
         }))
     }
 }
@@ -61,10 +61,10 @@ impl LiveState {
         let mut state = Self::default();
         for value in objects {
             match value.get("kind").and_then(serde_json::Value::as_str) {
-                Some("Job") => state.jobs.push(serde_json::from_value(value)?),
-                Some("CronJob") => state.cron_jobs.push(serde_json::from_value(value)?),
-                Some("Deployment") => state.deployments.push(serde_json::from_value(value)?),
-                Some("Service") => state.services.push(serde_json::from_value(value)?),
+                Some("Job") => state.jobs.push(listed(value)?),
+                Some("CronJob") => state.cron_jobs.push(listed(value)?),
+                Some("Deployment") => state.deployments.push(listed(value)?),
+                Some("Service") => state.services.push(listed(value)?),
                 _ => {
                     if let Some(record) = LiveRecord::from_json(value)? {
                         state.records.get_or_insert_default().push(record);
@@ -92,29 +92,31 @@ impl LiveState {
 
     /// The live object `name` of `kind` as JSON (with `kind`/`apiVersion`), if listed.
     pub fn manifest(&self, kind: ObjectKind, name: &str) -> Option<serde_json::Value> {
-        fn find<K: k8s_openapi::Resource + serde::Serialize>(
-            objects: &[K],
-            name: &str,
-            metadata: fn(&K) -> &ObjectMeta,
-        ) -> Option<serde_json::Value> {
-            let object = objects
-                .iter()
-                .find(|object| metadata(object).name.as_deref() == Some(name))?;
-            // k8s-openapi types serialise with their `apiVersion` and `kind`; nothing in them can fail.
-            serde_json::to_value(object).ok()
-        }
         match kind {
-            ObjectKind::Job => find(&self.jobs, name, |job| &job.metadata),
-            ObjectKind::CronJob => find(&self.cron_jobs, name, |cron_job| &cron_job.metadata),
-            ObjectKind::Deployment => {
-                find(&self.deployments, name, |deployment| &deployment.metadata)
-            }
-            ObjectKind::Service => find(&self.services, name, |service| &service.metadata),
+            ObjectKind::Job => named(&self.jobs, name).map(Listed::value),
+            ObjectKind::CronJob => named(&self.cron_jobs, name).map(Listed::value),
+            ObjectKind::Deployment => named(&self.deployments, name).map(Listed::value),
+            ObjectKind::Service => named(&self.services, name).map(Listed::value),
             ObjectKind::ContinuousJob | ObjectKind::ScheduledJob => self
                 .record(super::record_kind(kind)?, name)
-                .map(|record| record.object.clone()),
+                .map(|record| record.object.value()),
         }
     }
+}
+
+/// The listed object `name` among `objects`.
+fn named<'a, K>(objects: &'a [Listed<K>], name: &str) -> Option<&'a Listed<K>> {
+    objects
+        .iter()
+        .find(|object| object.metadata.name.as_deref() == Some(name))
+}
+
+/// A JSON object decoded as `K`, kept listed.
+fn listed<K>(value: serde_json::Value) -> Result<Listed<K>, serde_json::Error>
+where
+    K: k8s_openapi::Metadata<Ty = ObjectMeta> + serde::Serialize + serde::de::DeserializeOwned,
+{
+    serde_json::from_value::<K>(value).map(Listed::from)
 }
 
 /// Who an object belongs to, from its labels alone.
@@ -141,11 +143,22 @@ pub(crate) struct Live<'a> {
     pub(crate) desired_hash: Option<String>,
     pub(crate) fingerprint: Option<String>,
     /// The workload, for read-back (`None` for Services).
-    pub(crate) workload: Option<LiveRef<'a>>,
+    pub(crate) workload: Option<ListedWorkload<'a>>,
     /// A finished Job's outcome, from its conditions.
     pub(crate) finished: Option<RunOutcome>,
     /// A stored record's whole object.
-    pub(crate) record: Option<&'a serde_json::Value>,
+    pub(crate) record: Option<&'a Manifest>,
+}
+
+impl Live<'_> {
+    /// The workload read back into the job it runs; `None` for a Service or a record.
+    pub(crate) fn read_back(
+        &self,
+        context: &RenderContext,
+    ) -> Option<Result<ReadBack, ReadBackError>> {
+        self.workload
+            .map(|workload| read_back(&workload.decode(), context))
+    }
 }
 
 /// Every live object, by name then kind.
@@ -204,9 +217,9 @@ pub(crate) fn index<'a>(state: &'a LiveState, membership: &Membership) -> Index<
     let mut unlabelled_records = Vec::new();
     let mut add = |kind,
                    metadata: &ObjectMeta,
-                   workload: Option<LiveRef<'a>>,
+                   workload: Option<ListedWorkload<'a>>,
                    finished,
-                   record: Option<&'a serde_json::Value>| {
+                   record: Option<&'a Manifest>| {
         let Some(name) = metadata.name.clone() else {
             return;
         };
@@ -264,8 +277,8 @@ pub(crate) fn index<'a>(state: &'a LiveState, membership: &Membership) -> Index<
             add(
                 ObjectKind::Job,
                 &job.metadata,
-                Some(LiveRef::Job(job)),
-                job_outcome(job),
+                Some(ListedWorkload::Job(job)),
+                job_outcome(&job.decode()),
                 None,
             );
         }
@@ -274,7 +287,7 @@ pub(crate) fn index<'a>(state: &'a LiveState, membership: &Membership) -> Index<
         add(
             ObjectKind::CronJob,
             &cron_job.metadata,
-            Some(LiveRef::CronJob(cron_job)),
+            Some(ListedWorkload::CronJob(cron_job)),
             None,
             None,
         );
@@ -283,7 +296,7 @@ pub(crate) fn index<'a>(state: &'a LiveState, membership: &Membership) -> Index<
         add(
             ObjectKind::Deployment,
             &deployment.metadata,
-            Some(LiveRef::Deployment(deployment)),
+            Some(ListedWorkload::Deployment(deployment)),
             None,
             None,
         );
@@ -423,7 +436,7 @@ mod tests {
         ];
         for (labels, owner, member) in cases {
             let state = LiveState {
-                jobs: vec![object(labels.clone())],
+                jobs: vec![object(labels.clone()).into()],
                 ..LiveState::default()
             };
             let index = index(&state, &membership);

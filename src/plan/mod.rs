@@ -14,6 +14,7 @@ mod decide;
 mod guards;
 mod immutable;
 pub mod imperative;
+mod listed;
 mod live;
 mod manifest;
 pub mod quota;
@@ -28,6 +29,7 @@ use crate::model::inventory::RunOutcome;
 use crate::render::record::RecordKind;
 
 pub use decide::{compute, compute_rendering};
+pub use listed::{Listed, ListedWorkload};
 pub use live::{LiveRecord, LiveState};
 pub use manifest::Manifest;
 

@@ -36,7 +36,7 @@ use crate::model::{Kind, labels};
 pub use canonical::{CanonicalJob, Difference, canonical, desired_hash};
 pub use context::{Membership, RenderContext, UidLookup};
 pub use fingerprint::{TriggerFile, TriggerFiles, fingerprint, trigger_digest};
-pub use read_back::{LiveObject, LiveObjectError, LiveRef, ReadBack, read_back, read_back_ref};
+pub use read_back::{LiveObject, LiveObjectError, ReadBack, ReadBackError, read_back};
 
 /// The workload object of a job: one per job, named after it.
 #[expect(

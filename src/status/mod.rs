@@ -19,6 +19,7 @@ use k8s_openapi::api::core::v1::{ContainerStatus, Event, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use serde::Serialize;
 
+use crate::plan::Listed;
 use crate::render::LiveObject;
 
 /// How long a Deployment may have unavailable replicas before its job counts as failed (upstream's
@@ -133,7 +134,7 @@ pub fn duration(since: Timestamp, now: Timestamp) -> String {
 /// The namespace's objects a status is computed from, each listed once.
 #[derive(Debug, Clone, Copy)]
 pub struct Related<'a> {
-    pub jobs: &'a [KubeJob],
+    pub jobs: &'a [Listed<KubeJob>],
     pub pods: &'a [Pod],
     pub events: &'a [Event],
 }
@@ -151,14 +152,14 @@ pub fn of(object: &LiveObject, related: Related<'_>, now: Timestamp) -> Status {
 /// first.
 pub fn pods_of<'a>(object: &LiveObject, related: Related<'a>) -> Vec<&'a Pod> {
     let mut pods = match object {
-        LiveObject::Job(job) => job_pods(job, related.pods),
+        LiveObject::Job(job) => job_pods(&job.metadata, related.pods),
         LiveObject::CronJob(cron_job) => {
             let uid = cron_job.metadata.uid.as_deref().unwrap_or_default();
             related
                 .jobs
                 .iter()
                 .filter(|job| owned_by(&job.metadata, uid))
-                .flat_map(|job| job_pods(job, related.pods))
+                .flat_map(|job| job_pods(&job.metadata, related.pods))
                 .collect()
         }
         LiveObject::Deployment(deployment) => deployment_pods(deployment, related.pods),
@@ -167,8 +168,9 @@ pub fn pods_of<'a>(object: &LiveObject, related: Related<'a>) -> Vec<&'a Pod> {
     pods
 }
 
-fn job_pods<'a>(job: &KubeJob, pods: &'a [Pod]) -> Vec<&'a Pod> {
-    let uid = job.metadata.uid.as_deref().unwrap_or_default();
+/// The pods of the Job with `metadata`.
+fn job_pods<'a>(metadata: &ObjectMeta, pods: &'a [Pod]) -> Vec<&'a Pod> {
+    let uid = metadata.uid.as_deref().unwrap_or_default();
     pods.iter()
         .filter(|pod| owned_by(&pod.metadata, uid))
         .collect()
@@ -195,7 +197,7 @@ fn deployment_pods<'a>(deployment: &Deployment, pods: &'a [Pod]) -> Vec<&'a Pod>
 /// A one-off job, or one run of a scheduled job.
 fn one_off(job: &KubeJob, related: Related<'_>) -> Status {
     let uid = job.metadata.uid.as_deref().unwrap_or_default();
-    let pods = job_pods(job, related.pods);
+    let pods = job_pods(&job.metadata, related.pods);
     if let Some(status) = pods_status(&pods).filter(|status| status.short != Short::Unknown) {
         return status;
     }
@@ -263,7 +265,7 @@ fn scheduled(cron_job: &CronJob, related: Related<'_>, now: Timestamp) -> Status
         .filter(|job| owned_by(&job.metadata, uid))
         .max_by_key(|job| created(&job.metadata));
     let mut status = match latest {
-        Some(job) => one_off(job, related),
+        Some(job) => one_off(&job.decode(), related),
         None => Status::new(
             Short::Pending,
             [last_success, last_schedule, created(&cron_job.metadata)]
@@ -757,7 +759,7 @@ mod tests {
         let ran = of(
             &object,
             Related {
-                jobs: &[run],
+                jobs: &[run.into()],
                 pods: &[],
                 events: &[],
             },

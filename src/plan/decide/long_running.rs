@@ -4,7 +4,7 @@ use crate::plan::decide::{Desired, ticked, workload_kind};
 use crate::plan::immutable;
 use crate::plan::live::Live;
 use crate::plan::{Action, ObjectKind, PlannedAction, WriteVerb};
-use crate::render::{desired_hash, read_back_ref};
+use crate::render::desired_hash;
 
 impl Desired<'_> {
     /// Scheduled and continuous jobs of the inventory.
@@ -23,11 +23,7 @@ impl Desired<'_> {
             self.replace_object(&mut action, live);
             return action;
         }
-        let Some(Ok(back)) = live
-            .workload
-            .as_ref()
-            .map(|workload| read_back_ref(*workload, self.context))
-        else {
+        let Some(Ok(back)) = live.read_back(self.context) else {
             let mut action = self.row(
                 Action::Repair,
                 format!("the {object:?} was edited by hand and cannot be read back"),

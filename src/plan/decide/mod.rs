@@ -23,7 +23,7 @@ use crate::plan::{
 };
 use crate::render::limits::violations;
 use crate::render::record::{self, RecordKind};
-use crate::render::{RenderContext, Rendered, read_back_ref};
+use crate::render::{RenderContext, Rendered};
 use one_off::Barrier;
 
 /// Computes the plan: `desired` is the file's jobs in file order with their rendered objects, `live` what the
@@ -484,9 +484,9 @@ impl Desired<'_> {
                     }
                     Some(live)
                         if live.owner == Owner::Framework
-                            && !live
-                                .record
-                                .is_some_and(|object| record::is_current(object, record)) =>
+                            && !live.record.is_some_and(|object| {
+                                record::is_current(&object.value(), record)
+                            }) =>
                     {
                         action.writes.push(self.write(
                             kind,
@@ -572,10 +572,10 @@ impl Desired<'_> {
             self.replace_object(&mut action, live);
             return action;
         }
-        let Some(workload) = &live.workload else {
+        let Some(back) = live.read_back(self.context) else {
             return self.row(Action::Conflict, "not a workload");
         };
-        match read_back_ref(*workload, self.context) {
+        match back {
             Err(error) => {
                 let mut action = self.row(
                     Action::Conflict,

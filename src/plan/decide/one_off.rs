@@ -3,6 +3,7 @@
 use crate::config::job::JobKind;
 use crate::model::inventory::{JobRecord, RunOutcome, RunRecord};
 use crate::plan::Action;
+use crate::plan::ListedWorkload;
 use crate::plan::ObjectKind;
 use crate::plan::PlannedAction;
 use crate::plan::RecordUpdate;
@@ -11,7 +12,6 @@ use crate::plan::WriteVerb;
 use crate::plan::decide::{Desired, ticked};
 use crate::plan::immutable;
 use crate::plan::live::Live;
-use crate::render::{LiveRef, read_back_ref};
 
 /// What a `wait` one-off that does not run now means for the jobs after it (SPEC §7: they are applied only
 /// after it succeeded).
@@ -144,9 +144,8 @@ impl Desired<'_> {
             return action;
         }
         let changes = live
-            .workload
-            .as_ref()
-            .and_then(|workload| read_back_ref(*workload, self.context).ok())
+            .read_back(self.context)
+            .and_then(Result::ok)
             .map(|back| self.changes(&back.job))
             .unwrap_or_default();
         let reason = requested.unwrap_or_else(|| {
@@ -210,8 +209,8 @@ impl Desired<'_> {
 /// Whether the live Job waits to be resumed (`spec.suspend`): ours are, from their creation until their UID is
 /// recorded.
 fn is_suspended(live: &Live<'_>) -> bool {
-    matches!(live.workload, Some(LiveRef::Job(job))
-        if job.spec.as_ref().and_then(|spec| spec.suspend) == Some(true))
+    matches!(live.workload, Some(ListedWorkload::Job(job))
+        if job.decode().spec.and_then(|spec| spec.suspend) == Some(true))
 }
 
 /// What the run record says, for humans.

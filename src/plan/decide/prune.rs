@@ -4,7 +4,7 @@ use crate::model::inventory::JobRecord;
 use crate::plan::decide::{delete, kind_of_object, row, workload_kind};
 use crate::plan::live::{Live, Objects, Owner};
 use crate::plan::{Action, Delete, ObjectKind, PlanOptions, PlannedAction, Wait};
-use crate::render::{RenderContext, read_back_ref};
+use crate::render::RenderContext;
 
 /// A name that is not in the file: prune it if the inventory has it, list it if it is a jobs-framework object,
 /// say nothing about foreign objects.
@@ -80,9 +80,8 @@ pub(super) fn undesired(
         .iter()
         .find(|(_, live)| live.owner != Owner::Foreign)?;
     let kind = live
-        .workload
-        .as_ref()
-        .and_then(|workload| read_back_ref(*workload, context).ok())
+        .read_back(context)
+        .and_then(Result::ok)
         .map_or_else(|| kind_of_object(*object_kind), |back| back.job.kind);
     let reason = match live.owner {
         Owner::OtherInventory => format!(

@@ -66,25 +66,6 @@ impl LiveObject {
     }
 }
 
-/// A borrowed live workload object: what read-back looks at, without copying the listed object.
-#[derive(Debug, Clone, Copy)]
-pub enum LiveRef<'a> {
-    Job(&'a KubeJob),
-    CronJob(&'a CronJob),
-    Deployment(&'a Deployment),
-}
-
-impl LiveObject {
-    /// The object, borrowed.
-    pub fn as_live_ref(&self) -> LiveRef<'_> {
-        match self {
-            LiveObject::Job(job) => LiveRef::Job(job),
-            LiveObject::CronJob(cron_job) => LiveRef::CronJob(cron_job),
-            LiveObject::Deployment(deployment) => LiveRef::Deployment(deployment),
-        }
-    }
-}
-
 /// Why a JSON value is not a live workload object.
 #[derive(Debug, thiserror::Error)]
 pub enum LiveObjectError {
@@ -152,18 +133,10 @@ pub enum ReadBackError {
 /// Reads `object` back into the job it runs. `context` supplies the home (for relative log paths), the image
 /// table and the default CPU limit.
 pub fn read_back(object: &LiveObject, context: &RenderContext) -> Result<ReadBack, ReadBackError> {
-    read_back_ref(object.as_live_ref(), context)
-}
-
-/// [`read_back`] of a borrowed object.
-pub fn read_back_ref(
-    object: LiveRef<'_>,
-    context: &RenderContext,
-) -> Result<ReadBack, ReadBackError> {
     let (kind_name, metadata) = match object {
-        LiveRef::Job(job) => ("Job", &job.metadata),
-        LiveRef::CronJob(cron_job) => ("CronJob", &cron_job.metadata),
-        LiveRef::Deployment(deployment) => ("Deployment", &deployment.metadata),
+        LiveObject::Job(job) => ("Job", &job.metadata),
+        LiveObject::CronJob(cron_job) => ("CronJob", &cron_job.metadata),
+        LiveObject::Deployment(deployment) => ("Deployment", &deployment.metadata),
     };
     let name = metadata.name.clone().unwrap_or_default();
     let incomplete = |missing| ReadBackError::Incomplete {
@@ -253,14 +226,14 @@ pub fn read_back_ref(
 /// Reads the settings that exist only for the object's kind into `job`; returns whether a Deployment has a
 /// legacy full-label selector.
 fn read_kind_settings(
-    object: LiveRef<'_>,
+    object: &LiveObject,
     container: &Container,
     job_spec: Option<&JobSpec>,
     job: &mut CanonicalJob,
 ) -> bool {
     match object {
-        LiveRef::Job(_) => false,
-        LiveRef::CronJob(cron_job) => {
+        LiveObject::Job(_) => false,
+        LiveObject::CronJob(cron_job) => {
             let spec = cron_job.spec.as_ref();
             let actual = spec.map(|spec| spec.schedule.clone());
             job.schedule = annotation(&cron_job.metadata, labels::CRON_EXPRESSION)
@@ -274,7 +247,7 @@ fn read_kind_settings(
                 .filter(|seconds| *seconds > 0);
             false
         }
-        LiveRef::Deployment(deployment) => {
+        LiveObject::Deployment(deployment) => {
             let spec = deployment.spec.as_ref();
             job.replicas = Some(
                 spec.and_then(|spec| spec.replicas)
@@ -305,14 +278,14 @@ fn read_kind_settings(
 
 /// The job's kind, its Job spec (not for Deployments) and its pod template; or what is missing.
 fn workload_parts(
-    object: LiveRef<'_>,
+    object: &LiveObject,
 ) -> Result<(Kind, Option<&JobSpec>, &PodTemplateSpec), &'static str> {
     match object {
-        LiveRef::Job(job) => {
+        LiveObject::Job(job) => {
             let spec = job.spec.as_ref().ok_or("spec")?;
             Ok((Kind::OneOff, Some(spec), &spec.template))
         }
-        LiveRef::CronJob(cron_job) => {
+        LiveObject::CronJob(cron_job) => {
             let spec = cron_job
                 .spec
                 .as_ref()
@@ -320,7 +293,7 @@ fn workload_parts(
                 .ok_or("job template")?;
             Ok((Kind::Scheduled, Some(spec), &spec.template))
         }
-        LiveRef::Deployment(deployment) => {
+        LiveObject::Deployment(deployment) => {
             let spec = deployment.spec.as_ref().ok_or("spec")?;
             let webservice =
                 annotation(&deployment.metadata, labels::JOB_TYPE) == Some(labels::WEBSERVICE);

@@ -1,0 +1,106 @@
+//! A listed object kept as JSON text, its metadata parsed, and decoded when it is read.
+//!
+//! k8s-openapi's structs hold every optional field inline: a listed CronJob decodes to about 10 KB of memory,
+//! where its JSON is under 3 KB. A live state of 10 000 jobs kept decoded was most of `diff`'s memory. The plan
+//! reads an object's metadata for every object, and decodes its whole only while it decides that object's job.
+
+use std::marker::PhantomData;
+
+use k8s_openapi::Metadata;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+
+use crate::render::LiveObject;
+
+/// A listed object of type `K`: its metadata, and the whole as JSON.
+#[derive(Debug, Clone)]
+pub struct Listed<K> {
+    pub metadata: ObjectMeta,
+    text: Box<RawValue>,
+    object: PhantomData<fn() -> K>,
+}
+
+impl<K> Listed<K>
+where
+    K: Metadata<Ty = ObjectMeta> + Serialize + DeserializeOwned,
+{
+    /// Keeps `object` as JSON.
+    pub fn new(object: &K) -> Self {
+        Self {
+            metadata: object.metadata().clone(),
+            // Kubernetes objects always serialise (string keys only, no failing `Serialize` impl).
+            text: serde_json::value::to_raw_value(object).expect("a Kubernetes object serialises"),
+            object: PhantomData,
+        }
+    }
+
+    /// The object.
+    pub fn decode(&self) -> K {
+        // The text is what `new` wrote from a `K`, which decodes back into one.
+        serde_json::from_str(self.text.get()).expect("a listed object decodes as it was encoded")
+    }
+
+    /// The object as JSON (with `apiVersion` and `kind`).
+    pub fn value(&self) -> serde_json::Value {
+        // The same text, read as any JSON.
+        serde_json::from_str(self.text.get()).expect("a listed object is JSON")
+    }
+}
+
+impl<K> From<K> for Listed<K>
+where
+    K: Metadata<Ty = ObjectMeta> + Serialize + DeserializeOwned,
+{
+    fn from(object: K) -> Self {
+        Self::new(&object)
+    }
+}
+
+impl<K> PartialEq for Listed<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.text.get() == other.text.get()
+    }
+}
+
+/// A listed workload object, borrowed.
+#[derive(Debug, Clone, Copy)]
+pub enum ListedWorkload<'a> {
+    Job(&'a Listed<KubeJob>),
+    CronJob(&'a Listed<CronJob>),
+    Deployment(&'a Listed<Deployment>),
+}
+
+impl ListedWorkload<'_> {
+    /// The object, decoded.
+    pub fn decode(self) -> LiveObject {
+        match self {
+            Self::Job(job) => LiveObject::Job(job.decode()),
+            Self::CronJob(cron_job) => LiveObject::CronJob(cron_job.decode()),
+            Self::Deployment(deployment) => LiveObject::Deployment(deployment.decode()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listed_object_decodes_to_the_object_it_was_made_from() {
+        let cron_job: CronJob = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "nightly", "labels": {"a": "b"}},
+            "spec": {"schedule": "0 0 * * *", "jobTemplate": {"spec": {"template": {"spec": {
+                "containers": [{"name": "job", "image": "img", "command": ["./run.sh"]}]}}}}},
+        }))
+        .unwrap();
+        let listed = Listed::new(&cron_job);
+        assert_eq!(listed.metadata, cron_job.metadata);
+        assert_eq!(listed.decode(), cron_job);
+        assert_eq!(listed.value(), serde_json::to_value(&cron_job).unwrap());
+        assert_eq!(listed.value()["kind"], "CronJob");
+    }
+}

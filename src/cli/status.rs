@@ -252,7 +252,7 @@ async fn live_outcomes(
                 .map_err(list_error("Events"))
         },
     )?;
-    let listed: Vec<Listed<KubeJob>> = jobs.items.iter().map(Listed::new).collect();
+    let listed: Vec<Listed<KubeJob>> = jobs.items.iter().cloned().map(Listed::new).collect();
     let related = Related {
         jobs: &listed,
         pods: &pods.items,

@@ -16,10 +16,11 @@ use serde_json::value::RawValue;
 
 use crate::render::LiveObject;
 
-/// A listed object of type `K`: its metadata, and the whole as JSON.
+/// A listed object of type `K`: its metadata, and the rest as JSON (the metadata is kept once, parsed).
 #[derive(Debug, Clone)]
 pub struct Listed<K> {
     pub metadata: ObjectMeta,
+    /// The object with an empty `metadata`.
     text: Box<RawValue>,
     object: PhantomData<fn() -> K>,
 }
@@ -29,25 +30,38 @@ where
     K: Metadata<Ty = ObjectMeta> + Serialize + DeserializeOwned,
 {
     /// Keeps `object` as JSON.
-    pub fn new(object: &K) -> Self {
+    pub fn new(mut object: K) -> Self {
+        let metadata = std::mem::take(object.metadata_mut());
         Self {
-            metadata: object.metadata().clone(),
+            metadata,
             // Kubernetes objects always serialise (string keys only, no failing `Serialize` impl).
-            text: serde_json::value::to_raw_value(object).expect("a Kubernetes object serialises"),
+            text: serde_json::value::to_raw_value(&object).expect("a Kubernetes object serialises"),
             object: PhantomData,
         }
     }
 
     /// The object.
     pub fn decode(&self) -> K {
-        // The text is what `new` wrote from a `K`, which decodes back into one.
+        let mut object: K = self.part();
+        *object.metadata_mut() = self.metadata.clone();
+        object
+    }
+
+    /// The fields of the object (but its metadata) that `T` has, decoded: cheaper than [`Self::decode`] when
+    /// only a few are read.
+    pub fn part<T: DeserializeOwned>(&self) -> T {
+        // The text is what `new` wrote from a `K`; `T` is a projection of `K` (every field optional or in `K`).
         serde_json::from_str(self.text.get()).expect("a listed object decodes as it was encoded")
     }
 
     /// The object as JSON (with `apiVersion` and `kind`).
     pub fn value(&self) -> serde_json::Value {
         // The same text, read as any JSON.
-        serde_json::from_str(self.text.get()).expect("a listed object is JSON")
+        let mut value: serde_json::Value =
+            serde_json::from_str(self.text.get()).expect("a listed object is JSON");
+        // ObjectMeta serialises with string keys only.
+        value["metadata"] = serde_json::to_value(&self.metadata).expect("metadata serialises");
+        value
     }
 }
 
@@ -56,13 +70,13 @@ where
     K: Metadata<Ty = ObjectMeta> + Serialize + DeserializeOwned,
 {
     fn from(object: K) -> Self {
-        Self::new(&object)
+        Self::new(object)
     }
 }
 
 impl<K> PartialEq for Listed<K> {
     fn eq(&self, other: &Self) -> bool {
-        self.text.get() == other.text.get()
+        self.metadata == other.metadata && self.text.get() == other.text.get()
     }
 }
 
@@ -97,7 +111,7 @@ mod tests {
                 "containers": [{"name": "job", "image": "img", "command": ["./run.sh"]}]}}}}},
         }))
         .unwrap();
-        let listed = Listed::new(&cron_job);
+        let listed = Listed::new(cron_job.clone());
         assert_eq!(listed.metadata, cron_job.metadata);
         assert_eq!(listed.decode(), cron_job);
         assert_eq!(listed.value(), serde_json::to_value(&cron_job).unwrap());

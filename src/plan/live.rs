@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
+use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob, JobStatus};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -146,6 +146,8 @@ pub(crate) struct Live<'a> {
     pub(crate) workload: Option<ListedWorkload<'a>>,
     /// A finished Job's outcome, from its conditions.
     pub(crate) finished: Option<RunOutcome>,
+    /// A Job waiting to be resumed (`spec.suspend`): ours are, from their creation until their UID is recorded.
+    pub(crate) suspended: bool,
     /// A stored record's whole object.
     pub(crate) record: Option<&'a Manifest>,
 }
@@ -218,7 +220,6 @@ pub(crate) fn index<'a>(state: &'a LiveState, membership: &Membership) -> Index<
     let mut add = |kind,
                    metadata: &ObjectMeta,
                    workload: Option<ListedWorkload<'a>>,
-                   finished,
                    record: Option<&'a Manifest>| {
         let Some(name) = metadata.name.clone() else {
             return;
@@ -249,6 +250,10 @@ pub(crate) fn index<'a>(state: &'a LiveState, membership: &Membership) -> Index<
             (true, true) => Owner::OtherInventory,
             (true, false) => Owner::Framework,
         };
+        let (finished, suspended) = match workload {
+            Some(ListedWorkload::Job(job)) => job_state(job),
+            _ => (None, false),
+        };
         let live = Live {
             reference: ObjectRef {
                 kind,
@@ -262,6 +267,7 @@ pub(crate) fn index<'a>(state: &'a LiveState, membership: &Membership) -> Index<
             fingerprint: annotation(labels::FINGERPRINT),
             workload,
             finished,
+            suspended,
             record,
         };
         index.entry(name).or_default().insert(kind, live);
@@ -278,7 +284,6 @@ pub(crate) fn index<'a>(state: &'a LiveState, membership: &Membership) -> Index<
                 ObjectKind::Job,
                 &job.metadata,
                 Some(ListedWorkload::Job(job)),
-                job_outcome(&job.decode()),
                 None,
             );
         }
@@ -289,7 +294,6 @@ pub(crate) fn index<'a>(state: &'a LiveState, membership: &Membership) -> Index<
             &cron_job.metadata,
             Some(ListedWorkload::CronJob(cron_job)),
             None,
-            None,
         );
     }
     for deployment in &state.deployments {
@@ -298,17 +302,15 @@ pub(crate) fn index<'a>(state: &'a LiveState, membership: &Membership) -> Index<
             &deployment.metadata,
             Some(ListedWorkload::Deployment(deployment)),
             None,
-            None,
         );
     }
     for service in &state.services {
-        add(ObjectKind::Service, &service.metadata, None, None, None);
+        add(ObjectKind::Service, &service.metadata, None, None);
     }
     for record in state.records.iter().flatten() {
         add(
             super::record_object(record.kind),
             &record.metadata,
-            None,
             None,
             Some(&record.object),
         );
@@ -334,9 +336,28 @@ fn owned_like_their_workloads(index: &mut Index<'_>, records: Vec<(String, Objec
     }
 }
 
+/// What the plan reads of a listed Job besides its metadata, decoded without the rest of it (its pod template).
+#[derive(serde::Deserialize)]
+struct JobState {
+    spec: Option<Suspension>,
+    status: Option<JobStatus>,
+}
+
+#[derive(serde::Deserialize)]
+struct Suspension {
+    suspend: Option<bool>,
+}
+
+/// How the Job ended, if it did, and whether it is suspended.
+fn job_state(job: &Listed<KubeJob>) -> (Option<RunOutcome>, bool) {
+    let state: JobState = job.part();
+    let suspended = state.spec.and_then(|spec| spec.suspend) == Some(true);
+    (job_outcome(state.status.as_ref()), suspended)
+}
+
 /// `Complete`/`SuccessCriteriaMet` → succeeded, `Failed`/`FailureTarget` → failed, else still running (`None`).
-fn job_outcome(job: &KubeJob) -> Option<RunOutcome> {
-    let conditions = job.status.as_ref()?.conditions.as_ref()?;
+fn job_outcome(status: Option<&JobStatus>) -> Option<RunOutcome> {
+    let conditions = status?.conditions.as_ref()?;
     let holds = |types: &[&str]| {
         conditions.iter().any(|condition| {
             condition.status == "True" && types.contains(&condition.type_.as_str())
@@ -389,9 +410,13 @@ mod tests {
             ),
         ];
         for (conditions, expected) in cases {
-            let value = job(serde_json::json!({"status": {"conditions": conditions}}));
-            assert_eq!(job_outcome(&value), expected, "{conditions}");
+            let listed = Listed::new(job(
+                serde_json::json!({"status": {"conditions": conditions}}),
+            ));
+            assert_eq!(job_state(&listed), (expected, false), "{conditions}");
         }
+        let suspended = job(serde_json::json!({"spec": {"suspend": true, "template": {}}}));
+        assert_eq!(job_state(&Listed::new(suspended)), (None, true));
     }
 
     #[test]

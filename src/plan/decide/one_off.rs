@@ -3,7 +3,6 @@
 use crate::config::job::JobKind;
 use crate::model::inventory::{JobRecord, RunOutcome, RunRecord};
 use crate::plan::Action;
-use crate::plan::ListedWorkload;
 use crate::plan::ObjectKind;
 use crate::plan::PlannedAction;
 use crate::plan::RecordUpdate;
@@ -106,7 +105,7 @@ impl Desired<'_> {
         }
         if requested.is_none()
             && live_fingerprint == self.rendered.fingerprint
-            && (self.unconfirmed(record) || is_suspended(live))
+            && (self.unconfirmed(record) || live.suspended)
         {
             // The Job an apply created before it died: take it over and let it run (it is suspended until its
             // UID is recorded).
@@ -204,13 +203,6 @@ impl Desired<'_> {
         }
         action
     }
-}
-
-/// Whether the live Job waits to be resumed (`spec.suspend`): ours are, from their creation until their UID is
-/// recorded.
-fn is_suspended(live: &Live<'_>) -> bool {
-    matches!(live.workload, Some(ListedWorkload::Job(job))
-        if job.decode().spec.and_then(|spec| spec.suspend) == Some(true))
 }
 
 /// What the run record says, for humans.

@@ -4,16 +4,18 @@
 //! object itself or bigger, which nothing here reads (the plan compares specs, labels and annotations; the diff
 //! shows only the fields we write). Parsed into the k8s-openapi types it would be a `serde_json::Value` per
 //! object, the largest part of the client's memory at thousands of jobs; here it is skipped while the response is
-//! parsed and never built. The rest of each object is decoded as usual, into the same types.
+//! parsed and never built. The metadata is decoded into the usual type; the spec and status are kept as the JSON
+//! text they were sent as, and decoded into the k8s-openapi types when the plan reads them.
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus};
-use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec, CronJobStatus, Job, JobSpec, JobStatus};
-use k8s_openapi::api::core::v1::{Service, ServiceSpec, ServiceStatus};
+use k8s_openapi::Resource;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::plan::Listed;
 
 /// One page of a LIST: its items, and where the next page starts.
 #[derive(Debug, Deserialize)]
@@ -83,45 +85,27 @@ impl From<Metadata> for ObjectMeta {
     }
 }
 
-/// A listed object as sent: metadata, spec and status (`apiVersion` and `kind` are the list's).
+/// A listed object as sent: metadata, and its spec and status left as JSON text (`apiVersion` and `kind` are the
+/// list's). They are decoded only when the plan reads the object (see [`Listed`]).
 #[derive(Debug, Deserialize)]
-#[serde(bound = "Spec: DeserializeOwned, Status: DeserializeOwned")]
-pub(super) struct Item<Spec, Status> {
+pub(super) struct Item {
     metadata: Metadata,
-    spec: Option<Spec>,
-    status: Option<Status>,
+    spec: Option<Box<RawValue>>,
+    status: Option<Box<RawValue>>,
 }
 
-/// A kind listed through [`Item`]: a metadata, spec and status object.
-pub(super) trait Listable:
-    k8s_openapi::Metadata<Ty = ObjectMeta> + serde::Serialize + DeserializeOwned
-{
-    type Spec: DeserializeOwned;
-    type Status: DeserializeOwned;
-    fn from_item(item: Item<Self::Spec, Self::Status>) -> Self;
-}
-
-macro_rules! listable {
-    ($($kind:ty => $spec:ty, $status:ty;)*) => {$(
-        impl Listable for $kind {
-            type Spec = $spec;
-            type Status = $status;
-            fn from_item(item: Item<$spec, $status>) -> Self {
-                Self {
-                    metadata: item.metadata.into(),
-                    spec: item.spec,
-                    status: item.status,
-                }
-            }
-        }
-    )*};
-}
-
-listable! {
-    Job => JobSpec, JobStatus;
-    CronJob => CronJobSpec, CronJobStatus;
-    Deployment => DeploymentSpec, DeploymentStatus;
-    Service => ServiceSpec, ServiceStatus;
+impl Item {
+    /// The object, kept as listed.
+    pub(super) fn into_listed<K>(self) -> Listed<K>
+    where
+        K: Resource + k8s_openapi::Metadata<Ty = ObjectMeta> + Serialize + DeserializeOwned,
+    {
+        Listed::from_parts(
+            self.metadata.into(),
+            self.spec.as_deref(),
+            self.status.as_deref(),
+        )
+    }
 }
 
 /// A listed custom resource (a stored record) as JSON, without `metadata.managedFields`.
@@ -146,6 +130,8 @@ impl RawItem {
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::api::batch::v1::Job;
+
     use super::*;
 
     #[test]
@@ -166,12 +152,15 @@ mod tests {
             "status": {"conditions": [{"type": "Complete", "status": "True"}]},
         });
         let mut expected: Job = serde_json::from_value(job.clone()).unwrap();
-        let page: Page<Item<JobSpec, JobStatus>> = serde_json::from_value(
-            serde_json::json!({"metadata": {"continue": "next"}, "items": [job]}),
-        )
-        .unwrap();
+        // Spec and status are kept as text, which is read from a response's text.
+        let body = serde_json::json!({"metadata": {"continue": "next"}, "items": [job]});
+        let page: Page<Item> = serde_json::from_str(&body.to_string()).unwrap();
         assert_eq!(page.metadata.continue_token.as_deref(), Some("next"));
-        let listed: Vec<Job> = page.items.into_iter().map(Job::from_item).collect();
+        let listed: Vec<Job> = page
+            .items
+            .into_iter()
+            .map(|item| item.into_listed::<Job>().decode())
+            .collect();
         assert!(expected.metadata.managed_fields.take().is_some());
         assert_eq!(listed, vec![expected]);
     }
@@ -182,7 +171,7 @@ mod tests {
             serde_json::json!({"metadata": {}, "items": null}),
             serde_json::json!({"metadata": {}}),
         ] {
-            let page: Page<Item<JobSpec, JobStatus>> = serde_json::from_value(body).unwrap();
+            let page: Page<Item> = serde_json::from_str(&body.to_string()).unwrap();
             assert!(page.items.is_empty());
         }
     }

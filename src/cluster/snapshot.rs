@@ -21,7 +21,7 @@ use kube::Resource as _;
 use kube::api::{Api, DynamicObject, ListParams};
 use serde::de::DeserializeOwned;
 
-use crate::cluster::listing::{Item, Listable, Page, RawItem};
+use crate::cluster::listing::{Item, Page, RawItem};
 use crate::cluster::{api_resource, inventory};
 use crate::cluster::{is_forbidden, is_not_found, retry};
 use crate::model::inventory::{Inventory, InventoryError};
@@ -335,21 +335,25 @@ where
 }
 
 /// The objects of one workload kind (or the Services) of `namespace`, at `url`, without their managedFields.
-async fn workloads<K: Listable>(
+async fn workloads<K>(
     client: &kube::Client,
     namespace: &str,
     url: &str,
     what: &'static str,
-) -> Result<Vec<Listed<K>>, ReadError> {
-    pages(client, url, |item: Item<K::Spec, K::Status>| {
-        Ok(Listed::from(K::from_item(item)))
-    })
-    .await
-    .map_err(|source| ReadError::List {
-        what,
-        namespace: namespace.to_owned(),
-        source,
-    })
+) -> Result<Vec<Listed<K>>, ReadError>
+where
+    K: k8s_openapi::Resource
+        + k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>
+        + serde::Serialize
+        + DeserializeOwned,
+{
+    pages(client, url, |item: Item| Ok(item.into_listed::<K>()))
+        .await
+        .map_err(|source| ReadError::List {
+            what,
+            namespace: namespace.to_owned(),
+            source,
+        })
 }
 
 /// Upstream's stored records of one kind, at `url`, `None` when the cluster does not serve them (404) or the tool

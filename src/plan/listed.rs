@@ -6,10 +6,10 @@
 
 use std::marker::PhantomData;
 
-use k8s_openapi::Metadata;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::{CronJob, Job as KubeJob};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::{Metadata, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -40,6 +40,30 @@ where
         }
     }
 
+    /// The object listed with `metadata`, and its `spec` and `status` as sent: kept without decoding them.
+    pub fn from_parts(
+        metadata: ObjectMeta,
+        spec: Option<&RawValue>,
+        status: Option<&RawValue>,
+    ) -> Self
+    where
+        K: Resource,
+    {
+        let parts = Parts {
+            api_version: K::API_VERSION,
+            kind: K::KIND,
+            metadata: NoMetadata {},
+            spec,
+            status,
+        };
+        Self {
+            metadata,
+            // Strings and JSON text serialise.
+            text: serde_json::value::to_raw_value(&parts).expect("listed parts serialise"),
+            object: PhantomData,
+        }
+    }
+
     /// The object.
     pub fn decode(&self) -> K {
         let mut object: K = self.part();
@@ -64,6 +88,23 @@ where
         value
     }
 }
+
+/// A listed object's text as [`Listed::new`] writes it: an empty metadata, then the spec and status as sent.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Parts<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    metadata: NoMetadata,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spec: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<&'a RawValue>,
+}
+
+/// `{}`.
+#[derive(Serialize)]
+struct NoMetadata {}
 
 impl<K> From<K> for Listed<K>
 where
@@ -116,5 +157,23 @@ mod tests {
         assert_eq!(listed.decode(), cron_job);
         assert_eq!(listed.value(), serde_json::to_value(&cron_job).unwrap());
         assert_eq!(listed.value()["kind"], "CronJob");
+    }
+
+    #[test]
+    fn an_object_kept_from_its_parts_as_sent_is_the_object() {
+        let sent = serde_json::json!({
+            "metadata": {"name": "bot", "uid": "u-1"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "bot"}}, "template": {"spec": {
+                "containers": [{"name": "bot", "image": "img"}]}}},
+            "status": {"replicas": 1, "conditions": [{"type": "Available", "status": "True"}]},
+        });
+        let expected: Deployment = serde_json::from_value(sent.clone()).unwrap();
+        let part = |key: &str| serde_json::value::to_raw_value(&sent[key]).unwrap();
+        let (spec, status) = (part("spec"), part("status"));
+        let listed =
+            Listed::<Deployment>::from_parts(expected.metadata.clone(), Some(&spec), Some(&status));
+        assert_eq!(listed.decode(), expected);
+        let bare = Listed::<Deployment>::from_parts(ObjectMeta::default(), None, None);
+        assert_eq!(bare.decode(), Deployment::default());
     }
 }

@@ -346,12 +346,14 @@ impl Executor {
             }
         }
         self.record_jobs(&succeeded).await?;
-        // Recorded by UID: now the runs may happen.
+        // Recorded by UID: now the runs may happen. The resumed Jobs as answered are not kept (thousands of them
+        // were most of the memory of a large apply).
         let resumed: Vec<_> =
             futures::stream::iter(succeeded.iter().filter(|outcome| outcome.suspended))
                 .map(|outcome| async move {
                     write::resume(self, &outcome.job)
                         .await
+                        .map(drop)
                         .map_err(|source| ApplyError::Action {
                             job: outcome.job.clone(),
                             action: "resume",

@@ -5,7 +5,8 @@
 //! shows only the fields we write). Parsed into the k8s-openapi types it would be a `serde_json::Value` per
 //! object, the largest part of the client's memory at thousands of jobs; here it is skipped while the response is
 //! parsed and never built. The metadata is decoded into the usual type; the spec and status are kept as the JSON
-//! text they were sent as, and decoded into the k8s-openapi types when the plan reads them.
+//! text they were sent as (checked once to decode, then dropped), and decoded into the k8s-openapi types when the
+//! plan reads them.
 
 use std::collections::BTreeMap;
 
@@ -95,8 +96,8 @@ pub(super) struct Item {
 }
 
 impl Item {
-    /// The object, kept as listed.
-    pub(super) fn into_listed<K>(self) -> Listed<K>
+    /// The object, kept as listed; an error when its spec or status is not of the kind.
+    pub(super) fn into_listed<K>(self) -> Result<Listed<K>, serde_json::Error>
     where
         K: Resource + k8s_openapi::Metadata<Ty = ObjectMeta> + Serialize + DeserializeOwned,
     {
@@ -159,7 +160,7 @@ mod tests {
         let listed: Vec<Job> = page
             .items
             .into_iter()
-            .map(|item| item.into_listed::<Job>().decode())
+            .map(|item| item.into_listed::<Job>().unwrap().decode())
             .collect();
         assert!(expected.metadata.managed_fields.take().is_some());
         assert_eq!(listed, vec![expected]);

@@ -347,7 +347,7 @@ where
         + serde::Serialize
         + DeserializeOwned,
 {
-    pages(client, url, |item: Item| Ok(item.into_listed::<K>()))
+    pages(client, url, Item::into_listed::<K>)
         .await
         .map_err(|source| ReadError::List {
             what,

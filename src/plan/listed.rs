@@ -40,12 +40,15 @@ where
         }
     }
 
-    /// The object listed with `metadata`, and its `spec` and `status` as sent: kept without decoding them.
+    /// The object listed with `metadata`, and its `spec` and `status` as sent, kept as they are; an error when
+    /// they do not decode as a `K` (a server's answer is not trusted to). It is decoded once here, so that
+    /// [`Self::decode`] and [`Self::part`] cannot fail later, and a malformed object is an error of the LIST that
+    /// returned it.
     pub fn from_parts(
         metadata: ObjectMeta,
         spec: Option<&RawValue>,
         status: Option<&RawValue>,
-    ) -> Self
+    ) -> Result<Self, serde_json::Error>
     where
         K: Resource,
     {
@@ -56,12 +59,14 @@ where
             spec,
             status,
         };
-        Self {
+        // Strings and JSON text serialise.
+        let text = serde_json::value::to_raw_value(&parts).expect("listed parts serialise");
+        serde_json::from_str::<K>(text.get())?;
+        Ok(Self {
             metadata,
-            // Strings and JSON text serialise.
-            text: serde_json::value::to_raw_value(&parts).expect("listed parts serialise"),
+            text,
             object: PhantomData,
-        }
+        })
     }
 
     /// The object.
@@ -74,7 +79,8 @@ where
     /// The fields of the object (but its metadata) that `T` has, decoded: cheaper than [`Self::decode`] when
     /// only a few are read.
     pub fn part<T: DeserializeOwned>(&self) -> T {
-        // The text is what `new` wrote from a `K`; `T` is a projection of `K` (every field optional or in `K`).
+        // The text decodes as a `K` (`new` wrote it from one, `from_parts` checked it), and `T` is a projection of
+        // `K`: each of its fields is one of `K`'s, of the same type, or optional.
         serde_json::from_str(self.text.get()).expect("a listed object decodes as it was encoded")
     }
 
@@ -171,9 +177,19 @@ mod tests {
         let part = |key: &str| serde_json::value::to_raw_value(&sent[key]).unwrap();
         let (spec, status) = (part("spec"), part("status"));
         let listed =
-            Listed::<Deployment>::from_parts(expected.metadata.clone(), Some(&spec), Some(&status));
+            Listed::<Deployment>::from_parts(expected.metadata.clone(), Some(&spec), Some(&status))
+                .unwrap();
         assert_eq!(listed.decode(), expected);
-        let bare = Listed::<Deployment>::from_parts(ObjectMeta::default(), None, None);
+        let bare = Listed::<Deployment>::from_parts(ObjectMeta::default(), None, None).unwrap();
         assert_eq!(bare.decode(), Deployment::default());
+    }
+
+    #[test]
+    fn parts_that_are_not_the_kind_are_an_error_not_a_later_panic() {
+        let spec =
+            serde_json::value::to_raw_value(&serde_json::json!({"replicas": "many"})).unwrap();
+        let error =
+            Listed::<Deployment>::from_parts(ObjectMeta::default(), Some(&spec), None).unwrap_err();
+        assert!(error.to_string().contains("invalid type"), "{error}");
     }
 }

@@ -92,29 +92,43 @@ async fn diff_plans_creates_apply_creates_and_then_nothing_changes() {
     );
 
     // Nothing changed: exit 0, the same bytes twice, and the live state costs one read per kind the file uses
-    // (Jobs; CronJobs and their stored records; Deployments and theirs — no Services, `bot` has no port) and the
-    // inventory; no quota, limit, image table or identity (only a plan that writes needs them).
+    // (CronJobs and their stored records; Deployments and theirs — no Services, `bot` has no port) and the
+    // inventory; no quota, limit, image table or identity (only a plan that writes needs them). No Jobs either:
+    // `migrate`'s run is recorded as ended, so it is done whether or not its Job is still there.
     cluster.local.reset_request_counts();
     let first = cluster.run(&["diff"]).await;
     first.expect_code(0);
     assert_eq!(
         cluster.requests(),
-        6,
+        5,
         "{:?}",
         cluster.local.request_counts()
     );
     assert_eq!(cluster.local.request_count("list", "services"), 0);
+    assert_eq!(cluster.local.request_count("list", "jobs"), 0);
     assert_eq!(cluster.local.request_count("get", "configmaps"), 1);
     let second = cluster.run(&["diff"]).await;
     assert_eq!(first.stdout, second.stdout);
-    assert_eq!(first.row("migrate").unwrap().0, "unchanged");
-    first.expect_stdout("Plan: 3 unchanged; nothing to change");
+    assert_eq!(first.row("migrate").unwrap().0, "done (succeeded)");
+    first.expect_stdout("Plan: 2 unchanged, 1 done; nothing to change");
+
+    // A plan made from everything says the same of `migrate`, its Job still there.
+    jobs(&cluster).get("migrate").await.unwrap();
+    let full = cluster.run(&["diff", "--replace", "nightly"]).await;
+    full.expect_code(3);
+    assert_eq!(
+        full.row("migrate").unwrap().0,
+        "done (succeeded)",
+        "{}",
+        full.stdout
+    );
+    assert_eq!(cluster.local.request_count("list", "jobs"), 1);
 
     let json = cluster.run(&["diff", "-o", "json"]).await;
     json.expect_code(0);
     let plan: Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(plan["version"], 1);
-    assert_eq!(plan["counts"], json!({"unchanged": 3}));
+    assert_eq!(plan["counts"], json!({"unchanged": 2, "done": 1}));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -622,11 +636,12 @@ async fn a_no_op_apply_of_300_scheduled_jobs_reads_their_kind_and_the_inventory_
     assert_eq!(cluster.local.request_count("get", "configmaps"), 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_no_op_of_scheduled_and_served_continuous_jobs_reads_six_times() {
-    let cluster = Cluster::start().await;
-    cluster.write_jobs(
-        "\
+/// One job of every kind, the continuous one with a port.
+const EVERY_KIND: &str = "\
+- name: migrate
+  command: ./migrate.sh
+  image: python3.11
+  wait: true
 - name: nightly
   command: ./nightly.sh
   image: bookworm
@@ -636,13 +651,25 @@ async fn a_no_op_of_scheduled_and_served_continuous_jobs_reads_six_times() {
   image: python3.11
   continuous: true
   port: 8000
-",
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_no_op_of_every_kind_reads_six_times_and_lists_jobs_only_while_a_run_may_be_going() {
+    let script = Script::new(ContainerOutcome::RunForever).label(
+        "app.kubernetes.io/name",
+        "forever",
+        ContainerOutcome::RunForever,
     );
+    let cluster = Cluster::start_with(script).await;
+    cluster.write_jobs(EVERY_KIND);
     cluster.run(&["apply"]).await.expect_code(0);
 
     cluster.local.reset_request_counts();
-    cluster.run(&["diff"]).await.expect_code(0);
+    let diff = cluster.run(&["diff"]).await;
+    diff.expect_code(0);
+    assert_eq!(diff.row("migrate").unwrap().0, "done (succeeded)");
     // CronJobs and ScheduledJobs; Deployments, the Services (`web` has a port) and ContinuousJobs; the inventory.
+    // No Jobs: `migrate`'s run is recorded as ended.
     assert_eq!(cluster.requests(), 6, "{}", reads(&cluster));
     for resource in [
         "cronjobs",
@@ -658,6 +685,19 @@ async fn a_no_op_of_scheduled_and_served_continuous_jobs_reads_six_times() {
             reads(&cluster)
         );
     }
+
+    // A one-off applied without waiting, still running: its end is not recorded, so the Jobs are listed (once the
+    // inventory says so) and the no-op shows it running.
+    let running = "- name: forever\n  command: ./forever.sh\n  image: bookworm\n";
+    cluster.write_jobs(&format!("{EVERY_KIND}{running}"));
+    cluster.run(&["apply"]).await.expect_code(0);
+    cluster.local.reset_request_counts();
+    let diff = cluster.run(&["diff"]).await;
+    diff.expect_code(0);
+    assert_eq!(diff.row("forever").unwrap().0, "unchanged");
+    diff.expect_stdout("the Job of this definition is running");
+    assert_eq!(cluster.requests(), 7, "{}", reads(&cluster));
+    assert_eq!(cluster.local.request_count("list", "jobs"), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

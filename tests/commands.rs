@@ -524,8 +524,16 @@ async fn run_creates_a_job_outside_any_inventory_and_waits_for_it() {
         !labels.contains_key("jobs.toolforge.org/inventory"),
         "{labels:?}"
     );
+    // A no-op lists no Jobs when every one-off's run is recorded as ended (docs/apply.md): a plan that writes
+    // lists them and shows `once` as not ours.
+    assert_eq!(cluster.run(&["diff"]).await.row("once"), None);
     assert_eq!(
-        cluster.run(&["diff"]).await.row("once").unwrap().0,
+        cluster
+            .run(&["diff", "--replace", "nightly"])
+            .await
+            .row("once")
+            .unwrap()
+            .0,
         "ignored"
     );
 

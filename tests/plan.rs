@@ -526,6 +526,19 @@ const CASES: &[Case] = &[
         reason: "ran with this definition: failed",
     },
     Case {
+        name: "a live one-off whose run is recorded as ended is done, as once its Job is cleaned up",
+        state: State {
+            applied: MIGRATE,
+            live: &[("migrate", succeeded)],
+            recorded: &["migrate"],
+            runs: &[("migrate", RunOutcome::Succeeded)],
+        },
+        file: MIGRATE,
+        options: pruning,
+        expected: &[("migrate", "done:succeeded")],
+        reason: "ran with this definition: succeeded",
+    },
+    Case {
         name: "--replace runs a done one-off again",
         state: State {
             applied: MIGRATE,
@@ -812,7 +825,7 @@ const CASES: &[Case] = &[
         },
         file: WAIT_THEN_BOT,
         options: pruning,
-        expected: &[("migrate", "unchanged"), ("bot", "held")],
+        expected: &[("migrate", "done:failed"), ("bot", "held")],
         reason: "failed",
     },
     Case {

@@ -132,29 +132,48 @@ pub async fn read(
     namespace: &str,
     set_name: &str,
 ) -> Result<Snapshot, ReadError> {
-    read_covering(client, namespace, set_name, &Coverage::everything()).await
+    read_covering(client, namespace, set_name, &Coverage::everything(), |_| {
+        BTreeSet::new()
+    })
+    .await
 }
 
-/// Reads the inventory `set_name` of `namespace` and what `coverage` names, concurrently: one round trip.
+/// Reads the inventory `set_name` of `namespace` and what `coverage` names, concurrently: one round trip. The
+/// kinds `then` names once it sees the inventory are listed as soon as it is read, while the rest is in flight.
 pub async fn read_covering(
     client: &kube::Client,
     namespace: &str,
     set_name: &str,
     coverage: &Coverage,
+    then: impl FnOnce(Option<&Inventory>) -> BTreeSet<ObjectKind>,
 ) -> Result<Snapshot, ReadError> {
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let mut snapshot = Snapshot::default();
     // Nothing listed yet shows the stored records unserved.
     Arc::make_mut(&mut snapshot.live).records = Some(Vec::new());
+    let inventory_and_then = async {
+        let found = config_map(&config_maps, namespace, set_name, Unreadable::Error).await?;
+        let stored = inventory::load(&config_maps, namespace, set_name, found).await?;
+        let kinds: Vec<ObjectKind> = then(stored.as_ref().map(|stored| &stored.inventory))
+            .difference(&coverage.kinds)
+            .copied()
+            .collect();
+        let lists = list_kinds(client, namespace, &kinds).await?;
+        Ok::<_, ReadError>((stored, kinds, lists))
+    };
     // Up to eleven requests in flight make a large future: keep it on the heap.
-    let (inventory, ()) = Box::pin(async {
+    let ((stored, kinds, lists), ()) = Box::pin(async {
         tokio::try_join!(
-            config_map(&config_maps, namespace, set_name, Unreadable::Error),
+            inventory_and_then,
             snapshot.complete(client, namespace, coverage),
         )
     })
     .await?;
-    snapshot.inventory = inventory::load(&config_maps, namespace, set_name, inventory).await?;
+    snapshot.inventory = stored;
+    for listed in lists {
+        snapshot.add(listed);
+    }
+    snapshot.coverage.kinds.extend(kinds);
     Ok(snapshot)
 }
 
@@ -174,9 +193,7 @@ impl Snapshot {
         let context = wanted.context && !self.coverage.context;
         let quotas = wanted.quotas && !self.coverage.quotas;
         let (lists, context_read, quotas_read) = tokio::try_join!(
-            futures::future::try_join_all(
-                kinds.iter().map(|kind| list_kind(client, namespace, *kind))
-            ),
+            list_kinds(client, namespace, &kinds),
             async {
                 if context {
                     read_context(client, namespace).await.map(Some)
@@ -235,6 +252,16 @@ enum KindList {
     Services(Vec<Listed<Service>>),
     /// `None`: the cluster does not serve that kind of record, or the tool may not list it.
     Records(Option<Vec<LiveRecord>>),
+}
+
+/// The items of each of `kinds` in `namespace`, concurrently.
+async fn list_kinds(
+    client: &kube::Client,
+    namespace: &str,
+    kinds: &[ObjectKind],
+) -> Result<Vec<KindList>, ReadError> {
+    futures::future::try_join_all(kinds.iter().map(|kind| list_kind(client, namespace, *kind)))
+        .await
 }
 
 /// The items of one kind in `namespace`.

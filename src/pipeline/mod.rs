@@ -24,7 +24,7 @@ use crate::cluster::{self, Connection, ContextInputs, Coverage, Passwd, Snapshot
 use crate::config::diagnostic::render as render_problems;
 use crate::config::{Job, JobKind, JobsFile};
 use crate::model::ToolName;
-use crate::model::inventory;
+use crate::model::inventory::{self, RunOutcome};
 use crate::plan::{self, Action, ObjectKind, Plan, PlanOptions};
 use crate::render::{self, Rendered};
 use trigger_files::read_trigger_files;
@@ -278,11 +278,13 @@ pub async fn plan(
     // `--namespace` names the tool (`tool-<tool>`); the tool names the namespace.
     let namespace = source.tool.namespace();
     let client = &connection.client;
+    // Jobs only once the inventory shows a one-off that may need its Job.
     let in_file = Coverage {
         kinds: file
             .jobs
             .iter()
             .flat_map(|located| ObjectKind::of_job(&located.job))
+            .filter(|kind| *kind != ObjectKind::Job)
             .collect(),
         ..Coverage::default()
     };
@@ -291,6 +293,13 @@ pub async fn plan(
         &namespace,
         &settings.set_name,
         &in_file,
+        |inventory| {
+            let mut kinds = BTreeSet::new();
+            if needs_jobs(&file, inventory) {
+                kinds.insert(ObjectKind::Job);
+            }
+            kinds
+        },
     ))
     .await?;
     // Jobs that left the file are pruned (or listed): their objects may be of any kind.
@@ -379,18 +388,37 @@ fn holds_others(snapshot: &Snapshot, file: &JobsFile) -> bool {
     })
 }
 
+/// Whether the first read lists the namespace's Jobs, once it sees the inventory: unless the last recorded run of
+/// every one-off of the file has a known end. Such a one-off is `done` without its Job; any other may be running,
+/// or its Job may say how its run ended. (A one-off whose definition changed since is planned from everything.)
+fn needs_jobs(file: &JobsFile, inventory: Option<&inventory::Inventory>) -> bool {
+    let ended = |job: &Job| {
+        inventory
+            .and_then(|inventory| inventory.jobs.get(&job.name))
+            .and_then(|record| record.runs.last())
+            .is_some_and(|run| run.outcome != RunOutcome::Unknown)
+    };
+    file.jobs
+        .iter()
+        .map(|located| &located.job)
+        .any(|job| matches!(job.kind, JobKind::OneOff { .. }) && !ended(job))
+}
+
 /// Whether a plan made from a partial read stands as it is: every job unchanged or a one-off done, nothing to
 /// write (to the cluster or the inventory), refuse, note or report. What the unread kinds, image table, identity
-/// and limits could change is a write or a row of another action, so such a plan is made again from everything.
+/// and limits could change is a write or a row of another action, so such a plan is made again from everything;
+/// so is one that found a one-off's end unknown without listing its Job.
 fn settled(plan: &Plan, snapshot: &Snapshot) -> bool {
+    let jobs_listed = snapshot.coverage.kinds.contains(&ObjectKind::Job);
     !needs_writes(plan, snapshot)
         && plan.refusals.is_empty()
         && plan.notes.is_empty()
         && !plan.has_errors()
-        && plan
-            .actions
-            .iter()
-            .all(|action| matches!(action.action, Action::Unchanged | Action::Done { .. }))
+        && plan.actions.iter().all(|action| match action.action {
+            Action::Unchanged => true,
+            Action::Done { outcome } => jobs_listed || outcome != RunOutcome::Unknown,
+            _ => false,
+        })
 }
 
 /// Whether the cluster is not yet what the file says: a change, or an unchanged job whose inventory record is
@@ -450,4 +478,115 @@ fn render_and_plan(
         &settings.options,
     )?;
     Ok((desired, plan))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::image::ImageTable;
+    use crate::config::{Context, SourceFile};
+    use crate::model::Kind;
+    use crate::model::inventory::{Inventory, JobRecord, RunRecord};
+    use crate::plan::PlannedAction;
+
+    const ONE_OFF_AND_SCHEDULED: &str = "\
+- name: migrate
+  command: ./migrate.sh
+  image: bookworm
+- name: nightly
+  command: ./nightly.sh
+  image: bookworm
+  schedule: '17 3 * * *'
+";
+
+    fn file(text: &str) -> JobsFile {
+        let images = ImageTable::bundled();
+        let context = Context {
+            tool: "mytool",
+            images: &images,
+            count_trigger_files: None,
+        };
+        crate::config::load(SourceFile::new("jobs.yaml", text), &context).unwrap()
+    }
+
+    /// An inventory recording `migrate`'s runs, oldest first, with these outcomes.
+    fn migrate_ran(outcomes: &[RunOutcome]) -> Inventory {
+        let runs = outcomes
+            .iter()
+            .enumerate()
+            .map(|(index, outcome)| RunRecord {
+                fingerprint: format!("definition-{index}"),
+                job_uid: Some(format!("uid-{index}")),
+                started: jiff::Timestamp::UNIX_EPOCH,
+                finished: None,
+                outcome: *outcome,
+            })
+            .collect();
+        let record = JobRecord {
+            kind: Kind::OneOff,
+            desired_hash: "hash".to_owned(),
+            fingerprint: format!("definition-{}", outcomes.len().saturating_sub(1)),
+            runs,
+        };
+        let mut inventory = Inventory::default();
+        inventory.jobs.insert("migrate".to_owned(), record);
+        inventory
+    }
+
+    #[test]
+    fn jobs_are_listed_first_unless_the_last_run_of_every_one_off_ended() {
+        let both = file(ONE_OFF_AND_SCHEDULED);
+        assert!(needs_jobs(&both, None), "nothing recorded yet");
+        assert!(needs_jobs(&both, Some(&Inventory::default())));
+        assert!(needs_jobs(&both, Some(&migrate_ran(&[]))), "no run");
+        assert!(needs_jobs(
+            &both,
+            Some(&migrate_ran(&[RunOutcome::Unknown]))
+        ));
+        assert!(
+            needs_jobs(
+                &both,
+                Some(&migrate_ran(&[RunOutcome::Succeeded, RunOutcome::Unknown]))
+            ),
+            "the last run may be going"
+        );
+        for ended in [RunOutcome::Succeeded, RunOutcome::Failed] {
+            assert!(!needs_jobs(
+                &both,
+                Some(&migrate_ran(&[RunOutcome::Unknown, ended]))
+            ));
+        }
+        let scheduled = file(
+            &ONE_OFF_AND_SCHEDULED
+                .replace("- name: migrate", "- name: other\n  schedule: '1 2 * * *'"),
+        );
+        assert!(!needs_jobs(&scheduled, None), "no one-off");
+    }
+
+    #[test]
+    fn a_run_of_unknown_end_settles_a_plan_only_when_the_jobs_were_listed() {
+        // `migrate` went back to a definition whose run nobody saw end, after a newer one that ended: the first
+        // read did not list the Jobs, so the plan is made again from everything.
+        let plan = Plan::new(
+            vec![PlannedAction::new(
+                "migrate",
+                Kind::OneOff,
+                Action::Done {
+                    outcome: RunOutcome::Unknown,
+                },
+                "ran with this definition: outcome unknown",
+            )],
+            Vec::new(),
+        );
+        let mut snapshot = Snapshot {
+            inventory: Some(cluster::StoredInventory {
+                inventory: migrate_ran(&[RunOutcome::Unknown, RunOutcome::Succeeded]),
+                ..cluster::StoredInventory::default()
+            }),
+            ..Snapshot::default()
+        };
+        assert!(!settled(&plan, &snapshot));
+        snapshot.coverage.kinds.insert(ObjectKind::Job);
+        assert!(settled(&plan, &snapshot));
+    }
 }

@@ -90,6 +90,14 @@ impl Desired<'_> {
             };
         };
         let live_fingerprint = live.fingerprint.as_deref().unwrap_or(&record.fingerprint);
+        if requested.is_none()
+            && live_fingerprint == self.rendered.fingerprint
+            && let Some(outcome) = self.recorded_outcome(record)
+        {
+            // A run whose end is recorded is over, whether or not the TTL controller has removed its Job yet: the
+            // row does not change when it does, and a plan needs no Job to tell (a no-op does not list them).
+            return self.done(outcome);
+        }
         let ran = record
             .runs
             .iter()
@@ -174,6 +182,13 @@ impl Desired<'_> {
             .iter()
             .rev()
             .find(|run| run.fingerprint == self.rendered.fingerprint)
+    }
+
+    /// How the last run with the desired fingerprint ended, when the record knows.
+    fn recorded_outcome(&self, record: &JobRecord) -> Option<RunOutcome> {
+        self.recorded_run(record)
+            .map(|run| run.outcome)
+            .filter(|outcome| *outcome != RunOutcome::Unknown)
     }
 
     /// Whether the last run with the desired fingerprint was recorded without the UID of its Job.

@@ -110,9 +110,12 @@ pub(crate) fn serve(
         bookmark_interval: state.bookmark_interval,
     };
     let expired = state.faults.take_expire_next_watch();
-    let (start, receiver) = state
-        .store
-        .watch_from(resource, watch.namespace.as_deref(), from);
+    let (start, receiver) = state.store.watch_from(
+        resource,
+        watch.namespace.as_deref(),
+        from,
+        &watch.filter.required_text(),
+    );
     let start = if expired {
         let current = state.store.resource_version();
         WatchStart::Expired(current + 1)

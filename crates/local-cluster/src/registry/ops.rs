@@ -513,6 +513,14 @@ impl Filter {
         self.labels.matches(object) && self.fields.matches(object)
     }
 
+    /// Pieces of JSON text every matching object's compact JSON contains (both selectors' `required_text`): an
+    /// object whose stored text lacks one is ruled out without parsing it.
+    pub(crate) fn required_text(&self) -> Vec<String> {
+        let mut required = self.labels.required_text();
+        required.extend(self.fields.required_text());
+        required
+    }
+
     /// Whether the filter lets every object through (no selector), so objects need not be read to apply it.
     fn is_everything(&self) -> bool {
         self.labels == LabelSelector::default() && self.fields == FieldSelector::default()
@@ -526,7 +534,7 @@ pub(crate) fn list(
     namespace: Option<&str>,
     filter: &Filter,
 ) -> Value {
-    let required = filter.labels.required_text();
+    let required = filter.required_text();
     store.read(|s| {
         let items: Vec<Value> = s
             .list_mentioning(resource, namespace, &required)
@@ -546,7 +554,7 @@ pub(crate) fn list_json(
     namespace: Option<&str>,
     filter: &Filter,
 ) -> String {
-    let required = filter.labels.required_text();
+    let required = filter.required_text();
     store.read(|s| {
         let items: Vec<String> = s
             .list_mentioning(resource, namespace, &required)

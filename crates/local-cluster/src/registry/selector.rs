@@ -268,6 +268,28 @@ impl FieldSelector {
         Ok(FieldSelector { terms })
     }
 
+    /// Pieces of JSON text that every matching object's compact JSON contains, as
+    /// [`LabelSelector::required_text`]: `"name":"x"` for `metadata.name=x` and `"namespace":"x"` for
+    /// `metadata.namespace=x` (what a watch of one object by name asks for). Other fields are not strings in every
+    /// kind, so they give nothing.
+    pub(crate) fn required_text(&self) -> Vec<String> {
+        self.terms
+            .iter()
+            // An empty value matches an object without the field (`metadata.namespace=`: cluster-scoped ones).
+            .filter(|(_, value, negate)| !negate && !value.is_empty())
+            .filter_map(|(field, value, _)| {
+                let key = field
+                    .strip_prefix("metadata.")
+                    .filter(|key| matches!(*key, "name" | "namespace"))?;
+                Some(format!(
+                    "{}:{}",
+                    Value::from(key),
+                    Value::from(value.as_str())
+                ))
+            })
+            .collect()
+    }
+
     /// Whether the object satisfies every term.
     #[must_use]
     pub fn matches(&self, object: &Value) -> bool {
@@ -472,6 +494,37 @@ mod tests {
         .expect("object");
         assert!(selector.matches(&object(&json!({"app": "web", "tier": "front"}))));
         assert!(!selector.matches(&object(&json!({"app": "web"}))));
+    }
+
+    #[test]
+    fn a_field_selector_by_name_or_namespace_rules_objects_out_by_their_text() {
+        let jobs = find("batch", "v1", "jobs").expect("served");
+        let selector = FieldSelector::parse(
+            "metadata.name=migrate,metadata.namespace=ns,status.successful=1",
+            jobs,
+        )
+        .expect("parses");
+        assert_eq!(
+            selector.required_text(),
+            [r#""name":"migrate""#, r#""namespace":"ns""#]
+        );
+        let job =
+            json!({"metadata": {"name": "migrate", "namespace": "ns"}, "status": {"succeeded": 1}});
+        let text = job.to_string();
+        assert!(selector.matches(&job));
+        assert!(
+            selector
+                .required_text()
+                .iter()
+                .all(|piece| text.contains(piece.as_str()))
+        );
+        // Negated and empty terms, and other fields, say nothing about the text.
+        let loose = FieldSelector::parse(
+            "metadata.name!=a,metadata.namespace=,status.successful=1",
+            jobs,
+        )
+        .expect("parses");
+        assert!(loose.required_text().is_empty());
     }
 
     #[test]

@@ -81,6 +81,13 @@ struct Recorded {
 }
 
 impl Recorded {
+    /// Whether the object before or after the change may contain every one of `texts` ([`Stored::may_contain`]):
+    /// a change where neither does is invisible to a watch whose selectors require them.
+    fn may_concern(&self, texts: &[String]) -> bool {
+        let contains_all = |stored: &Stored| texts.iter().all(|text| stored.may_contain(text));
+        contains_all(&self.object) || self.old.as_ref().is_some_and(contains_all)
+    }
+
     fn change(&self) -> Arc<Change> {
         Arc::new(Change {
             resource: self.resource,
@@ -582,17 +589,26 @@ impl Store {
         inner.compacted = inner.resource_version;
     }
 
-    /// Resolves where a watch starts and subscribes it, atomically, so no change falls in between.
+    /// Resolves where a watch starts and subscribes it, atomically, so no change falls in between. Objects whose
+    /// stored text lacks one of `required` (the watch's selectors' `Filter::required_text`) cannot match, and
+    /// are not parsed: a watch of one object by name parses that object only.
     pub(crate) fn watch_from(
         &self,
         resource: &'static ResourceType,
         namespace: Option<&str>,
         from: Option<u64>,
+        required: &[String],
     ) -> (WatchStart, broadcast::Receiver<Arc<Change>>) {
         let inner = self.lock();
         let receiver = self.changes.subscribe();
         let start = match from {
-            None => Self::snapshot_start(&inner, resource, namespace),
+            None => WatchStart::Snapshot(
+                inner
+                    .list_mentioning(resource, namespace, required)
+                    .map(Stored::value)
+                    .collect(),
+                inner.resource_version,
+            ),
             Some(rv) if rv > inner.resource_version => WatchStart::TooLarge(inner.resource_version),
             Some(rv) if rv < inner.compacted => WatchStart::Expired(inner.compacted + 1),
             Some(rv) => WatchStart::Backlog(
@@ -600,6 +616,7 @@ impl Store {
                     .history
                     .iter()
                     .filter(|c| c.resource_version > rv && c.resource.is(resource))
+                    .filter(|c| c.may_concern(required))
                     .map(Recorded::change)
                     .collect(),
                 inner
@@ -609,17 +626,6 @@ impl Store {
             ),
         };
         (start, receiver)
-    }
-
-    fn snapshot_start(
-        inner: &Inner,
-        resource: &'static ResourceType,
-        namespace: Option<&str>,
-    ) -> WatchStart {
-        WatchStart::Snapshot(
-            inner.list(resource, namespace).collect(),
-            inner.resource_version,
-        )
     }
 
     /// Loads objects and the counter from a state file; history starts empty at that version. The
@@ -754,11 +760,42 @@ mod tests {
             .expect("writes")
             .expect("existed");
         assert_eq!(gone["metadata"]["resourceVersion"], "4");
-        let (start, _) = store.watch_from(configmaps(), None, Some(3));
+        let (start, _) = store.watch_from(configmaps(), None, Some(3), &[]);
         assert!(matches!(start, WatchStart::Backlog(ref c, 4) if c.len() == 1));
-        let (start, _) = store.watch_from(configmaps(), None, Some(1));
+        let (start, _) = store.watch_from(configmaps(), None, Some(1), &[]);
         assert!(matches!(start, WatchStart::Expired(3)), "{start:?}");
-        let (start, _) = store.watch_from(configmaps(), None, Some(9));
+        let (start, _) = store.watch_from(configmaps(), None, Some(9), &[]);
         assert!(matches!(start, WatchStart::TooLarge(4)));
+    }
+
+    #[test]
+    fn a_watch_requiring_text_starts_from_the_objects_and_changes_that_have_it() {
+        let store = Store::new(10, crate::clock::Clock::default());
+        for (name, value) in [("a", "1"), ("b", "1"), ("a", "2")] {
+            store
+                .write(|s| {
+                    let key = ObjectKey::new(configmaps(), "default", name);
+                    Ok(if s.get(&key).is_some() {
+                        s.update(configmaps(), cm(name, value))
+                    } else {
+                        s.create(configmaps(), cm(name, value))
+                    })
+                })
+                .expect("writes");
+        }
+        let only_a = [r#""name":"a""#.to_owned()];
+        let (start, _) = store.watch_from(configmaps(), None, None, &only_a);
+        let WatchStart::Snapshot(objects, 4) = start else {
+            panic!("{start:?}")
+        };
+        assert_eq!(objects.len(), 1);
+        assert_eq!(objects[0]["data"]["k"], "2");
+        // After a's creation (version 2): b's creation (3) and a's update (4).
+        let (start, _) = store.watch_from(configmaps(), None, Some(2), &only_a);
+        let WatchStart::Backlog(changes, 4) = start else {
+            panic!("{start:?}")
+        };
+        assert_eq!(changes.len(), 1, "b's creation is left out");
+        assert_eq!(changes[0].object["data"]["k"], "2");
     }
 }

@@ -654,6 +654,59 @@ const EVERY_KIND: &str = "\
 ";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_end_of_a_run_is_recorded_from_the_first_read_alone() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(&EVERY_KIND.replace("  wait: true\n", ""));
+    cluster.run(&["apply"]).await.expect_code(0);
+    support::eventually(
+        Duration::from_secs(20),
+        "migrate's Job succeeded",
+        || async {
+            let job = jobs(&cluster).get("migrate").await.unwrap();
+            job.status.and_then(|status| status.succeeded) == Some(1)
+        },
+    )
+    .await;
+
+    // Its end is not recorded: the Jobs are listed, and the diff says how it ended, with the six of a no-op.
+    cluster.local.reset_request_counts();
+    let diff = cluster.run(&["diff"]).await;
+    diff.expect_code(0);
+    assert_eq!(diff.row("migrate").unwrap().0, "unchanged");
+    diff.expect_stdout("ran with this definition: succeeded");
+    assert_eq!(cluster.requests(), 7, "{}", reads(&cluster));
+
+    // `apply` records it: the inventory is the only write, made from the same first read (no limits, quotas,
+    // image table or identity).
+    cluster.local.reset_request_counts();
+    cluster.run(&["apply"]).await.expect_code(0);
+    for (verb, resource) in [
+        ("list", "limitranges"),
+        ("list", "resourcequotas"),
+        ("create", "jobs"),
+        ("update", "deployments"),
+        ("update", "cronjobs"),
+    ] {
+        assert_eq!(
+            cluster.local.request_count(verb, resource),
+            0,
+            "{verb} {resource}: {}",
+            reads(&cluster)
+        );
+    }
+    assert_eq!(
+        cluster.inventory().await["jobs"]["migrate"]["runs"][0]["outcome"],
+        "succeeded"
+    );
+
+    cluster.local.reset_request_counts();
+    let diff = cluster.run(&["diff"]).await;
+    diff.expect_code(0);
+    assert_eq!(diff.row("migrate").unwrap().0, "done (succeeded)");
+    assert_eq!(cluster.requests(), 6, "{}", reads(&cluster));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_no_op_of_every_kind_reads_six_times_and_lists_jobs_only_while_a_run_may_be_going() {
     let script = Script::new(ContainerOutcome::RunForever).label(
         "app.kubernetes.io/name",

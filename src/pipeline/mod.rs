@@ -405,12 +405,20 @@ fn needs_jobs(file: &JobsFile, inventory: Option<&inventory::Inventory>) -> bool
 }
 
 /// Whether a plan made from a partial read stands as it is: every job unchanged or a one-off done, nothing to
-/// write (to the cluster or the inventory), refuse, note or report. What the unread kinds, image table, identity
-/// and limits could change is a write or a row of another action, so such a plan is made again from everything;
-/// so is one that found a one-off's end unknown without listing its Job.
+/// write to the cluster, nothing to write to the inventory but the end of a run that its Job shows, nothing to
+/// refuse, note or report. What the unread kinds, image table, identity and limits could change is a write or a
+/// row of another action, so such a plan is made again from everything; so is one that found a one-off's end
+/// unknown without listing its Job. A run's end goes to the inventory alone, and nothing unread bears on it.
 fn settled(plan: &Plan, snapshot: &Snapshot) -> bool {
     let jobs_listed = snapshot.coverage.kinds.contains(&ObjectKind::Job);
-    !needs_writes(plan, snapshot)
+    let learns_only_ends = plan.actions.iter().all(|action| {
+        matches!(
+            action.records,
+            None | Some(plan::RecordUpdate::Outcome { .. })
+        )
+    });
+    !differs(plan, snapshot)
+        && learns_only_ends
         && plan.refusals.is_empty()
         && plan.notes.is_empty()
         && !plan.has_errors()

@@ -707,6 +707,35 @@ async fn the_end_of_a_run_is_recorded_from_the_first_read_alone() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_job_went_unseen_is_recorded_over_and_needs_no_jobs_after() {
+    let cluster = Cluster::start().await;
+    cluster.write_jobs(&EVERY_KIND.replace("  wait: true\n", ""));
+    cluster.run(&["apply"]).await.expect_code(0);
+    // As the TTL controller does 30 s after the Job ends, before any apply saw it end.
+    jobs(&cluster)
+        .delete("migrate", &DeleteParams::background())
+        .await
+        .unwrap();
+    support::eventually(Duration::from_secs(20), "migrate's Job is gone", || async {
+        jobs(&cluster).get_opt("migrate").await.unwrap().is_none()
+    })
+    .await;
+
+    let apply = cluster.run(&["apply"]).await;
+    apply.expect_code(0);
+    assert_eq!(apply.row("migrate").unwrap().0, "done (unknown)");
+    let run = &cluster.inventory().await["jobs"]["migrate"]["runs"][0];
+    assert_eq!(run["outcome"], "unknown");
+    assert!(run["finished"].is_string(), "recorded over: {run}");
+
+    cluster.local.reset_request_counts();
+    let diff = cluster.run(&["diff"]).await;
+    diff.expect_code(0);
+    assert_eq!(diff.row("migrate").unwrap().0, "done (unknown)");
+    assert_eq!(cluster.requests(), 6, "{}", reads(&cluster));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_no_op_of_every_kind_reads_six_times_and_lists_jobs_only_while_a_run_may_be_going() {
     let script = Script::new(ContainerOutcome::RunForever).label(
         "app.kubernetes.io/name",

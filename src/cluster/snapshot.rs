@@ -229,7 +229,10 @@ impl Snapshot {
     fn add(&mut self, listed: KindList) {
         let live = Arc::make_mut(&mut self.live);
         match listed {
-            KindList::Jobs(items) => live.jobs.extend(items),
+            KindList::Jobs(items) => {
+                live.jobs.extend(items);
+                live.jobs_listed = true;
+            }
             KindList::CronJobs(items) => live.cron_jobs.extend(items),
             KindList::Deployments(items) => live.deployments.extend(items),
             KindList::Services(items) => live.services.extend(items),

@@ -264,9 +264,10 @@ pub async fn writable_namespace(connection: &Connection, namespace: &str) -> Res
 /// when `color`.
 ///
 /// Reading costs what the plan needs (docs/apply.md, "Reading the live state"): first the inventory and the
-/// kinds the file's jobs are made of, at once. A plan made from them stands when it is [`settled`] (a no-op); any
-/// other plan, and any plan of an inventory holding jobs the file no longer has, is made from everything — the
-/// other kinds, the cluster's image table, its identity and limits, and the quotas when it writes.
+/// kinds the file's jobs are made of, at once (Jobs once the inventory shows they are needed, [`needs_jobs`]). A
+/// plan made from them stands when it is [`settled`] (a no-op, or one that only records a run's end); any other
+/// plan, and any plan of an inventory holding jobs the file no longer has, is made from everything — the other
+/// kinds, the cluster's image table, its identity and limits, and the quotas when it writes.
 pub async fn plan(
     connection: Connection,
     source: Source,
@@ -389,28 +390,33 @@ fn holds_others(snapshot: &Snapshot, file: &JobsFile) -> bool {
 }
 
 /// Whether the first read lists the namespace's Jobs, once it sees the inventory: unless the last recorded run of
-/// every one-off of the file has a known end. Such a one-off is `done` without its Job; any other may be running,
-/// or its Job may say how its run ended. (A one-off whose definition changed since is planned from everything.)
+/// every one-off of the file is over (its end is known, or its Job was seen gone). Such a one-off is `done`
+/// without its Job; any other may be running, or its Job may say how its run ended. (A one-off whose definition
+/// changed since is planned from everything; an earlier definition's runs are over, their Jobs replaced.)
 fn needs_jobs(file: &JobsFile, inventory: Option<&inventory::Inventory>) -> bool {
-    let ended = |job: &Job| {
-        inventory
-            .and_then(|inventory| inventory.jobs.get(&job.name))
-            .and_then(|record| record.runs.last())
-            .is_some_and(|run| run.outcome != RunOutcome::Unknown)
-    };
-    file.jobs
-        .iter()
-        .map(|located| &located.job)
-        .any(|job| matches!(job.kind, JobKind::OneOff { .. }) && !ended(job))
+    file.jobs.iter().map(|located| &located.job).any(|job| {
+        matches!(job.kind, JobKind::OneOff { .. }) && !last_run_over(inventory, &job.name)
+    })
+}
+
+/// Whether the last recorded run of `job` is over: its end is known, or its Job was seen gone.
+fn last_run_over(inventory: Option<&inventory::Inventory>, job: &str) -> bool {
+    inventory
+        .and_then(|inventory| inventory.jobs.get(job))
+        .and_then(|record| record.runs.last())
+        .is_some_and(|run| run.outcome != RunOutcome::Unknown || run.finished.is_some())
 }
 
 /// Whether a plan made from a partial read stands as it is: every job unchanged or a one-off done, nothing to
 /// write to the cluster, nothing to write to the inventory but the end of a run that its Job shows, nothing to
 /// refuse, note or report. What the unread kinds, image table, identity and limits could change is a write or a
-/// row of another action, so such a plan is made again from everything; so is one that found a one-off's end
-/// unknown without listing its Job. A run's end goes to the inventory alone, and nothing unread bears on it.
+/// row of another action, so such a plan is made again from everything. A run's end goes to the inventory
+/// alone, and nothing unread bears on it. Without the Jobs listed ([`needs_jobs`]), a `done` one-off of unknown
+/// outcome stands only when its last run is recorded as over (an earlier definition's runs are over, their Jobs
+/// replaced).
 fn settled(plan: &Plan, snapshot: &Snapshot) -> bool {
     let jobs_listed = snapshot.coverage.kinds.contains(&ObjectKind::Job);
+    let inventory = snapshot.inventory.as_ref().map(|stored| &stored.inventory);
     let learns_only_ends = plan.actions.iter().all(|action| {
         matches!(
             action.records,
@@ -424,7 +430,11 @@ fn settled(plan: &Plan, snapshot: &Snapshot) -> bool {
         && !plan.has_errors()
         && plan.actions.iter().all(|action| match action.action {
             Action::Unchanged => true,
-            Action::Done { outcome } => jobs_listed || outcome != RunOutcome::Unknown,
+            Action::Done { outcome } => {
+                jobs_listed
+                    || outcome != RunOutcome::Unknown
+                    || last_run_over(inventory, &action.job)
+            }
             _ => false,
         })
 }
@@ -571,10 +581,24 @@ mod tests {
         assert!(!needs_jobs(&scheduled, None), "no one-off");
     }
 
+    /// `migrate`'s record with one run of unknown end, seen over (its Job gone) when `over`.
+    fn migrate_ran_unseen(over: bool) -> Inventory {
+        let mut inventory = migrate_ran(&[RunOutcome::Unknown]);
+        if over && let Some(record) = inventory.jobs.get_mut("migrate") {
+            record.runs[0].finished = Some(jiff::Timestamp::UNIX_EPOCH);
+        }
+        inventory
+    }
+
     #[test]
-    fn a_run_of_unknown_end_settles_a_plan_only_when_the_jobs_were_listed() {
-        // `migrate` went back to a definition whose run nobody saw end, after a newer one that ended: the first
-        // read did not list the Jobs, so the plan is made again from everything.
+    fn a_run_seen_over_needs_no_jobs_though_its_end_is_unknown() {
+        let both = file(ONE_OFF_AND_SCHEDULED);
+        assert!(needs_jobs(&both, Some(&migrate_ran_unseen(false))));
+        assert!(!needs_jobs(&both, Some(&migrate_ran_unseen(true))));
+    }
+
+    #[test]
+    fn a_run_of_unknown_end_settles_a_plan_only_when_the_jobs_were_listed_or_it_is_over() {
         let plan = Plan::new(
             vec![PlannedAction::new(
                 "migrate",
@@ -586,15 +610,21 @@ mod tests {
             )],
             Vec::new(),
         );
-        let mut snapshot = Snapshot {
-            inventory: Some(cluster::StoredInventory {
-                inventory: migrate_ran(&[RunOutcome::Unknown, RunOutcome::Succeeded]),
-                ..cluster::StoredInventory::default()
-            }),
-            ..Snapshot::default()
+        let snapshot = |inventory: Inventory, jobs_listed: bool| {
+            let mut snapshot = Snapshot {
+                inventory: Some(cluster::StoredInventory {
+                    inventory,
+                    ..cluster::StoredInventory::default()
+                }),
+                ..Snapshot::default()
+            };
+            if jobs_listed {
+                snapshot.coverage.kinds.insert(ObjectKind::Job);
+            }
+            snapshot
         };
-        assert!(!settled(&plan, &snapshot));
-        snapshot.coverage.kinds.insert(ObjectKind::Job);
-        assert!(settled(&plan, &snapshot));
+        assert!(!settled(&plan, &snapshot(migrate_ran_unseen(false), false)));
+        assert!(settled(&plan, &snapshot(migrate_ran_unseen(false), true)));
+        assert!(settled(&plan, &snapshot(migrate_ran_unseen(true), false)));
     }
 }

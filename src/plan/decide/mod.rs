@@ -73,6 +73,7 @@ fn plan_all<'a, R: Borrow<Rendered>, E>(
 ) -> Result<Plan, E> {
     let index = live::index(live, &context.membership);
     let records_served = live.records.is_some();
+    let jobs_listed = live.jobs_listed;
     let none = Objects::default();
     let mut in_file: BTreeSet<&str> = BTreeSet::new();
     let mut any_record = false;
@@ -103,6 +104,7 @@ fn plan_all<'a, R: Borrow<Rendered>, E>(
             objects,
             record,
             records_served,
+            jobs_listed,
             context,
             options,
         };
@@ -228,6 +230,8 @@ struct Desired<'a> {
     record: Option<&'a JobRecord>,
     /// Whether the cluster keeps upstream's stored records (and we may read them).
     records_served: bool,
+    /// Whether the Jobs were listed (else a one-off's missing Job says nothing).
+    jobs_listed: bool,
     context: &'a RenderContext,
     options: &'a PlanOptions,
 }

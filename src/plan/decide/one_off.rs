@@ -70,24 +70,7 @@ impl Desired<'_> {
         let last = self.last_run(record, live);
         let requested = self.requested_rerun(last);
         let Some(live) = live else {
-            return match (requested, last) {
-                (Some(reason), _) => self.rerun(reason),
-                // Its Job is created suspended and only resumed once its UID is recorded: a run without a UID
-                // and without a live Job never started (an apply died between the two), whatever the TTL did.
-                (None, Some(RunOutcome::Unknown)) if self.unconfirmed(record) => self.rerun(
-                    "its run was recorded but its Job never created (an apply stopped): runs now"
-                        .to_owned(),
-                ),
-                (None, Some(outcome)) => self.done(outcome),
-                (None, None) => {
-                    let reason = if record.desired_hash == self.rendered.desired_hash {
-                        "triggers changed since the last run"
-                    } else {
-                        "definition changed since the last run"
-                    };
-                    self.rerun(reason.to_owned())
-                }
-            };
+            return self.without_job(record, requested, last);
         };
         let live_fingerprint = live.fingerprint.as_deref().unwrap_or(&record.fingerprint);
         if requested.is_none()
@@ -175,6 +158,43 @@ impl Desired<'_> {
         action
     }
 
+    /// A one-off of the inventory whose Job is not live (or the Jobs were not listed).
+    fn without_job(
+        &self,
+        record: &JobRecord,
+        requested: Option<String>,
+        last: Option<RunOutcome>,
+    ) -> PlannedAction {
+        match (requested, last) {
+            (Some(reason), _) => self.rerun(reason),
+            // Its Job is created suspended and only resumed once its UID is recorded: a run without a UID
+            // and without a live Job never started (an apply died between the two), whatever the TTL did.
+            (None, Some(RunOutcome::Unknown)) if self.unconfirmed(record) => self.rerun(
+                "its run was recorded but its Job never created (an apply stopped): runs now"
+                    .to_owned(),
+            ),
+            (None, Some(outcome)) => {
+                let mut action = self.done(outcome);
+                if self.ended_unseen(record) {
+                    // Its Job is gone (the TTL controller removes it 30 s after it ends): the run is over, and
+                    // saying so spares later plans listing the Jobs to find out (docs/apply.md).
+                    action.records = Some(RecordUpdate::Outcome {
+                        outcome: RunOutcome::Unknown,
+                    });
+                }
+                action
+            }
+            (None, None) => {
+                let reason = if record.desired_hash == self.rendered.desired_hash {
+                    "triggers changed since the last run"
+                } else {
+                    "definition changed since the last run"
+                };
+                self.rerun(reason.to_owned())
+            }
+        }
+    }
+
     /// The record's last run with the desired fingerprint.
     fn recorded_run<'r>(&self, record: &'r JobRecord) -> Option<&'r RunRecord> {
         record
@@ -182,6 +202,17 @@ impl Desired<'_> {
             .iter()
             .rev()
             .find(|run| run.fingerprint == self.rendered.fingerprint)
+    }
+
+    /// Whether the last run with the desired fingerprint has a Job that is gone, though the record neither says how
+    /// it ended nor that it is over: the Jobs were listed, and its Job, created (its UID is recorded), is not there.
+    fn ended_unseen(&self, record: &JobRecord) -> bool {
+        self.jobs_listed
+            && self.recorded_run(record).is_some_and(|run| {
+                run.outcome == RunOutcome::Unknown
+                    && run.finished.is_none()
+                    && run.job_uid.is_some()
+            })
     }
 
     /// How the last run with the desired fingerprint ended, when the record knows.

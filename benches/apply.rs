@@ -184,14 +184,7 @@ fn scale(bench: &Bench, report: &mut String) {
 /// 2: `diff` of the unchanged jobs while the one-offs' runs go on, then once they ended and were recorded.
 fn unchanged(bench: &Bench, report: &mut String) {
     // The one-offs' Jobs have not ended (no controllers): their end is not recorded, so the Jobs are listed.
-    let running = bench.ours(&["diff"]);
-    assert_eq!(running.code, 0);
-    let _ = writeln!(
-        report,
-        "2. diff of {JOBS} unchanged jobs, the one-offs' runs not ended: {:.0} ms, {} requests",
-        ms(running.elapsed),
-        running.requests
-    );
+    diff_unchanged(bench, report, "the one-offs' runs not ended", "");
     // As the Job controller would: every run ends; the next apply records how (it writes only the inventory).
     tokio::runtime::Handle::current().block_on(succeed_jobs(&bench.cluster, "tool-benchtool"));
     let recorded = bench.ours(&["apply"]);
@@ -204,11 +197,21 @@ fn unchanged(bench: &Bench, report: &mut String) {
         recorded.requests,
         recorded.writes
     );
+    diff_unchanged(
+        bench,
+        report,
+        "the one-offs' runs ended and recorded",
+        " (target: one per kind used + the inventory, <= 6)",
+    );
+}
+
+/// `diff` of the unchanged jobs, reported with `state` and `target`.
+fn diff_unchanged(bench: &Bench, report: &mut String, state: &str, target: &str) {
     let diff = bench.ours(&["diff"]);
     assert_eq!(diff.code, 0);
     let _ = writeln!(
         report,
-        "2. diff of {JOBS} unchanged jobs, the one-offs' runs ended and recorded: {:.0} ms, {} requests (target: one per kind used + the inventory, <= 6)",
+        "2. diff of {JOBS} unchanged jobs, {state}: {:.0} ms, {} requests{target}",
         ms(diff.elapsed),
         diff.requests
     );

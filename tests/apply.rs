@@ -653,11 +653,17 @@ const EVERY_KIND: &str = "\
   port: 8000
 ";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_end_of_a_run_is_recorded_from_the_first_read_alone() {
+/// A cluster where [`EVERY_KIND`] was applied without waiting for `migrate`, whose Job succeeds soon after.
+async fn every_kind_applied_without_waiting() -> Cluster {
     let cluster = Cluster::start().await;
     cluster.write_jobs(&EVERY_KIND.replace("  wait: true\n", ""));
     cluster.run(&["apply"]).await.expect_code(0);
+    cluster
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_end_of_a_run_is_recorded_from_the_first_read_alone() {
+    let cluster = every_kind_applied_without_waiting().await;
     support::eventually(
         Duration::from_secs(20),
         "migrate's Job succeeded",
@@ -708,9 +714,7 @@ async fn the_end_of_a_run_is_recorded_from_the_first_read_alone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_whose_job_went_unseen_is_recorded_over_and_needs_no_jobs_after() {
-    let cluster = Cluster::start().await;
-    cluster.write_jobs(&EVERY_KIND.replace("  wait: true\n", ""));
-    cluster.run(&["apply"]).await.expect_code(0);
+    let cluster = every_kind_applied_without_waiting().await;
     // As the TTL controller does 30 s after the Job ends, before any apply saw it end.
     jobs(&cluster)
         .delete("migrate", &DeleteParams::background())

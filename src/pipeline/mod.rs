@@ -295,11 +295,10 @@ pub async fn plan(
         &settings.set_name,
         &in_file,
         |inventory| {
-            let mut kinds = BTreeSet::new();
-            if needs_jobs(&file, inventory) {
-                kinds.insert(ObjectKind::Job);
-            }
-            kinds
+            needs_jobs(&file, inventory)
+                .then_some(ObjectKind::Job)
+                .into_iter()
+                .collect()
         },
     ))
     .await?;
@@ -415,7 +414,7 @@ fn last_run_over(inventory: Option<&inventory::Inventory>, job: &str) -> bool {
 /// outcome stands only when its last run is recorded as over (an earlier definition's runs are over, their Jobs
 /// replaced).
 fn settled(plan: &Plan, snapshot: &Snapshot) -> bool {
-    let jobs_listed = snapshot.coverage.kinds.contains(&ObjectKind::Job);
+    let jobs_listed = snapshot.live.jobs_listed;
     let inventory = snapshot.inventory.as_ref().map(|stored| &stored.inventory);
     let learns_only_ends = plan.actions.iter().all(|action| {
         matches!(
@@ -618,9 +617,7 @@ mod tests {
                 }),
                 ..Snapshot::default()
             };
-            if jobs_listed {
-                snapshot.coverage.kinds.insert(ObjectKind::Job);
-            }
+            std::sync::Arc::make_mut(&mut snapshot.live).jobs_listed = jobs_listed;
             snapshot
         };
         assert!(!settled(&plan, &snapshot(migrate_ran_unseen(false), false)));

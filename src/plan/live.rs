@@ -24,7 +24,8 @@ pub struct LiveState {
     /// Upstream's stored records (`ContinuousJob`s and `ScheduledJob`s); `None` when the cluster does not serve
     /// them or the tool may not list them, and then none is written.
     pub records: Option<Vec<LiveRecord>>,
-    /// Whether the Jobs were listed: only then does a Job's absence say that its run is over.
+    /// Whether the Jobs were listed: only then does a Job's absence say that its run is over. Set by the snapshot
+    /// that lists them; `false` otherwise, so that nothing is concluded from a Job missing from a partial state.
     pub jobs_listed: bool,
 }
 

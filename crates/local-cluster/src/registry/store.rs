@@ -81,11 +81,14 @@ struct Recorded {
 }
 
 impl Recorded {
-    /// Whether the object before or after the change may contain every one of `texts` ([`Stored::may_contain`]):
+    /// Whether the object before or after the change may contain every one of `texts` ([`Stored::may_contain_all`]):
     /// a change where neither does is invisible to a watch whose selectors require them.
     fn may_concern(&self, texts: &[String]) -> bool {
-        let contains_all = |stored: &Stored| texts.iter().all(|text| stored.may_contain(text));
-        contains_all(&self.object) || self.old.as_ref().is_some_and(contains_all)
+        self.object.may_contain_all(texts)
+            || self
+                .old
+                .as_ref()
+                .is_some_and(|old| old.may_contain_all(texts))
     }
 
     fn change(&self) -> Arc<Change> {
@@ -279,7 +282,7 @@ impl Inner {
         texts: &'a [impl AsRef<str>],
     ) -> impl Iterator<Item = &'a Stored> + 'a {
         self.list_stored(resource, namespace)
-            .filter(move |stored| texts.iter().all(|text| stored.may_contain(text.as_ref())))
+            .filter(move |stored| stored.may_contain_all(texts))
     }
 
     /// [`Inner::list_stored`] with each object's key.

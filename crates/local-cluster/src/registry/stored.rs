@@ -54,6 +54,11 @@ impl Stored {
         }
     }
 
+    /// Whether the object's JSON text may contain every one of `texts` ([`Self::may_contain`]).
+    pub(crate) fn may_contain_all(&self, texts: &[impl AsRef<str>]) -> bool {
+        texts.iter().all(|text| self.may_contain(text.as_ref()))
+    }
+
     /// The object as JSON text (shared, not copied, when it is stored as text).
     pub(crate) fn json(&self) -> Arc<str> {
         match &self.0 {
